@@ -1,0 +1,204 @@
+"""REST endpoints for workspaces, members and API keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from contexts import selectors, services
+from contexts.api_base import WorkspaceApiView, request_key
+from contexts.auth import request_user
+from contexts.errors import Forbidden
+from contexts.models import ApiKey, Membership, Workspace
+from contexts.selectors import Access
+
+
+class WorkspaceOutput(serializers.Serializer):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+    role = serializers.CharField(required=False)
+    created_at = serializers.DateTimeField()
+
+
+def _workspace_json(workspace: Any, role: str | None) -> dict[str, Any]:
+    data = dict(WorkspaceOutput(workspace).data)
+    data["role"] = role
+    return data
+
+
+class WorkspaceListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        slug = serializers.CharField(max_length=64)
+        name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+    @extend_schema(operation_id="workspace_list", responses=WorkspaceOutput(many=True))
+    def get(self, request: Request) -> Response:
+        key = request_key(request)
+        memberships = selectors.membership_list_for_user(user=request.user)
+        if key is not None and key.workspace_id is not None:
+            memberships = memberships.filter(workspace_id=key.workspace_id)
+        return Response([_workspace_json(m.workspace, m.role) for m in memberships])
+
+    @extend_schema(
+        operation_id="workspace_create", request=InputSerializer, responses={201: WorkspaceOutput}
+    )
+    def post(self, request: Request) -> Response:
+        key = request_key(request)
+        if key is not None and (
+            key.workspace_id is not None or not selectors.key_allows(key, Access.WRITE)
+        ):
+            raise Forbidden("This API key cannot create workspaces.", code="key_scope")
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        workspace = services.workspace_create(user=request_user(request), **data.validated_data)
+        return Response(
+            _workspace_json(workspace, Membership.Role.OWNER), status=status.HTTP_201_CREATED
+        )
+
+
+class WorkspaceDetailApi(WorkspaceApiView):
+    method_access = {"PATCH": Access.ADMIN, "DELETE": Access.ADMIN}
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200, required=False)
+
+    @extend_schema(operation_id="workspace_get", responses=WorkspaceOutput)
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(_workspace_json(self.workspace, self.membership.role))
+
+    @extend_schema(
+        operation_id="workspace_update", request=InputSerializer, responses=WorkspaceOutput
+    )
+    def patch(self, request: Request, slug: str) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        workspace = services.workspace_update(workspace=self.workspace, **data.validated_data)
+        return Response(_workspace_json(workspace, self.membership.role))
+
+    @extend_schema(operation_id="workspace_delete", responses={204: None})
+    def delete(self, request: Request, slug: str) -> Response:
+        services.workspace_delete(workspace=self.workspace)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemberOutput(serializers.Serializer):
+    username = serializers.CharField(source="user.username")
+    role = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class MemberListCreateApi(WorkspaceApiView):
+    method_access = {"POST": Access.ADMIN}
+
+    class InputSerializer(serializers.Serializer):
+        username = serializers.CharField(max_length=150)
+        role = serializers.ChoiceField(
+            choices=Membership.Role.choices, default=Membership.Role.EDITOR
+        )
+
+    @extend_schema(operation_id="member_list", responses=MemberOutput(many=True))
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(
+            MemberOutput(selectors.membership_list(workspace=self.workspace), many=True).data
+        )
+
+    @extend_schema(
+        operation_id="member_add", request=InputSerializer, responses={201: MemberOutput}
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = services.membership_set(workspace=self.workspace, **data.validated_data)
+        return Response(MemberOutput(membership).data, status=status.HTTP_201_CREATED)
+
+
+class MemberDetailApi(WorkspaceApiView):
+    method_access = {"PATCH": Access.ADMIN, "DELETE": Access.ADMIN}
+
+    class InputSerializer(serializers.Serializer):
+        role = serializers.ChoiceField(choices=Membership.Role.choices)
+
+    @extend_schema(operation_id="member_update", request=InputSerializer, responses=MemberOutput)
+    def patch(self, request: Request, slug: str, username: str) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = services.membership_set(
+            workspace=self.workspace,
+            username=username,
+            role=data.validated_data["role"],
+        )
+        return Response(MemberOutput(membership).data)
+
+    @extend_schema(operation_id="member_remove", responses={204: None})
+    def delete(self, request: Request, slug: str, username: str) -> Response:
+        services.membership_remove(workspace=self.workspace, username=username)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class KeyOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    scope = serializers.CharField()
+    workspace = serializers.SlugRelatedField[Workspace](
+        slug_field="slug", read_only=True, allow_null=True
+    )
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class CreatedKeyOutput(KeyOutput):
+    key = serializers.CharField(help_text="The raw key. Shown once; store it now.")
+
+
+class KeyListCreateApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+        scope = serializers.ChoiceField(choices=ApiKey.Scope.choices, default=ApiKey.Scope.WRITE)
+        workspace = serializers.CharField(
+            max_length=64, required=False, allow_null=True, default=None
+        )
+
+    @extend_schema(operation_id="key_list", responses=KeyOutput(many=True))
+    def get(self, request: Request) -> Response:
+        return Response(KeyOutput(selectors.apikey_list(user=request.user), many=True).data)
+
+    @extend_schema(
+        operation_id="key_create", request=InputSerializer, responses={201: CreatedKeyOutput}
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values: dict[str, Any] = data.validated_data
+        key = request_key(request)
+        workspace: Workspace | None = None
+        if values["workspace"]:
+            workspace, _ = selectors.workspace_access(
+                user=request.user, slug=values["workspace"], access=Access.READ, api_key=key
+            )
+        created = services.apikey_create(
+            user=request_user(request),
+            name=values["name"],
+            scope=values["scope"],
+            workspace=workspace,
+            created_with=key,
+        )
+        body = dict(KeyOutput(created.key).data)
+        body["key"] = created.raw
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class KeyRevokeApi(APIView):
+    @extend_schema(operation_id="key_revoke", responses={204: None})
+    def delete(self, request: Request, key_id: int) -> Response:
+        key = request_key(request)
+        if key is not None and not selectors.key_allows(key, Access.WRITE):
+            raise Forbidden("A read-only key cannot revoke keys.", code="key_scope")
+        services.apikey_revoke(user=request_user(request), key_id=key_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ContextsConfig(AppConfig):
+    name = "contexts"
+    verbose_name = "Contexts: workspaces, keys, sessions"
+
+    def ready(self) -> None:
+        from contexts import checks, schema  # noqa: F401  (registers checks and the OpenAPI scheme)

@@ -1,0 +1,168 @@
+"""Who and where: workspaces, memberships, API keys, agent sessions.
+
+Every row that holds agent data belongs to a workspace and every query is
+scoped by it, so that past one primary the data can be distributed by
+`workspace_id` without a schema change.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower
+
+
+class Workspace(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Per-workspace limits and thresholds (recall budgets, decay τ, …), read
+    # through `contexts.selectors.workspace_setting` with documented defaults.
+    settings = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            # Slugs are compared case-insensitively in URLs people type.
+            models.UniqueConstraint(Lower("slug"), name="workspace_slug_ci_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        EDITOR = "editor", "Editor"
+        VIEWER = "viewer", "Viewer"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.EDITOR)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["workspace__slug", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "workspace"], name="membership_unique"),
+            models.CheckConstraint(
+                condition=Q(role__in=["owner", "editor", "viewer"]), name="membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace} ({self.role})"
+
+    @property
+    def can_write(self) -> bool:
+        return self.role in (self.Role.OWNER, self.Role.EDITOR)
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == self.Role.OWNER
+
+
+class ApiKey(models.Model):
+    """A bearer credential. The raw key is shown once; only its SHA-256 is kept.
+
+    Keys are 32 random bytes, so a fast hash is as good as a slow one here:
+    there is nothing to brute-force.
+    """
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read"
+        WRITE = "write", "Write"
+        ADMIN = "admin", "Admin"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.WRITE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(scope__in=["read", "write", "admin"]), name="apikey_scope_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name or 'unnamed'})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class AgentSession(models.Model):
+    """One conversation of one agent harness, identified by the harness's own id."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="agent_sessions",
+    )
+    external_id = models.CharField(max_length=200)
+    app = models.CharField(max_length=64, blank=True)
+    cwd = models.TextField(blank=True)
+    device = models.CharField(max_length=200, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # The core memory documents as they were when the session started; what
+    # the session is shown even after later writes (filled by `memories`).
+    core_snapshot = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "external_id"], name="agentsession_external_unique"
+            ),
+        ]
+        indexes = [
+            # The dashboard's session list: newest first within a workspace.
+            models.Index(fields=["workspace", "-started_at"], name="agentsession_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app or 'agent'} session {self.external_id}"
+
+
+class SessionEvent(models.Model):
+    """The durable event log of a session: what happened and what was injected."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [
+            # "Preload once per session" and skill triggers scan a session's
+            # events of one kind in order.
+            models.Index(fields=["session", "kind", "at"], name="sessionevent_kind_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.at:%Y-%m-%d %H:%M:%S}"

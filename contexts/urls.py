@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from contexts import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("keys/", views.apikey_list, name="apikey-list"),
+    path("keys/<int:key_id>/revoke/", views.apikey_revoke, name="apikey-revoke"),
+    path("workspaces/new/", views.workspace_create, name="workspace-create"),
+    path("w/<slug:slug>/", views.workspace_overview, name="workspace-overview"),
+    path("w/<slug:slug>/sessions/", views.session_list, name="session-list"),
+    path("w/<slug:slug>/declarations/", views.declaration_list, name="declaration-list"),
+    path("w/<slug:slug>/settings/", views.workspace_settings, name="workspace-settings"),
+]

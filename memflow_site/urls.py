@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import URLPattern, URLResolver, include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from contexts import api as contexts_api
+from memflow_site.health import HealthApi
+
+api_v1: list[URLPattern | URLResolver] = [
+    path("health", HealthApi.as_view(), name="api-health"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("workspaces/", contexts_api.WorkspaceListCreateApi.as_view(), name="api-workspace-list"),
+    path("keys/", contexts_api.KeyListCreateApi.as_view(), name="api-key-list"),
+    path("keys/<int:key_id>/", contexts_api.KeyRevokeApi.as_view(), name="api-key-detail"),
+    # Everything under a workspace; the tenancy test walks this prefix.
+    path("workspaces/<slug:slug>/", include("contexts.api_urls")),
+    path("workspaces/<slug:slug>/", include("memories.api_urls")),
+    path("workspaces/<slug:slug>/", include("skills.api_urls")),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("admin/", admin.site.urls),
+    path("", include("contexts.urls")),
+    path("", include("memories.urls")),
+    path("", include("skills.urls")),
+]
+
+handler404 = "memflow_site.views.not_found"
+handler500 = "memflow_site.views.server_error"

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.contrib.postgres.operations import TrigramExtension
+from django.db import migrations
+from pgvector.django import VectorExtension
+
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies = []
+
+    operations = [
+        VectorExtension(),
+        TrigramExtension(),
+    ]

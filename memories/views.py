@@ -1,0 +1,25 @@
+"""Dashboard pages of the `memories` app."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from contexts.dashboard import HtmxHttpRequest, workspace_for_page
+
+
+@login_required
+def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    return render(
+        request, "memories/memory_list.html", {"workspace": workspace, "membership": membership}
+    )
+
+
+@login_required
+def core_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    return render(
+        request, "memories/core_detail.html", {"workspace": workspace, "membership": membership}
+    )

@@ -1,0 +1,75 @@
+"""Shared personas, as healthchecks does it: alice and bob work together in
+`acme` (alice owns it, bob edits), victor only views it, and mallory has a
+workspace of her own and must never see theirs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from contexts import services
+from contexts.models import ApiKey, Membership, Workspace
+
+
+@pytest.fixture
+def alice(db: None) -> User:
+    return User.objects.create_user("alice", password="alice-password")
+
+
+@pytest.fixture
+def bob(db: None) -> User:
+    return User.objects.create_user("bob", password="bob-password")
+
+
+@pytest.fixture
+def victor(db: None) -> User:
+    return User.objects.create_user("victor", password="victor-password")
+
+
+@pytest.fixture
+def mallory(db: None) -> User:
+    return User.objects.create_user("mallory", password="mallory-password")
+
+
+@pytest.fixture
+def acme(alice: User, bob: User, victor: User) -> Workspace:
+    workspace = services.workspace_create(user=alice, slug="acme", name="Acme Rockets")
+    Membership.objects.create(user=bob, workspace=workspace, role=Membership.Role.EDITOR)
+    Membership.objects.create(user=victor, workspace=workspace, role=Membership.Role.VIEWER)
+    return workspace
+
+
+@pytest.fixture
+def evil(mallory: User) -> Workspace:
+    return services.workspace_create(user=mallory, slug="evil", name="Mallory's lair")
+
+
+KeyMaker = Callable[..., str]
+
+
+@pytest.fixture
+def make_key(db: None) -> KeyMaker:
+    def make(
+        user: User, scope: str = ApiKey.Scope.WRITE, workspace: Workspace | None = None
+    ) -> str:
+        return services.apikey_create(user=user, scope=scope, workspace=workspace).raw
+
+    return make
+
+
+ClientMaker = Callable[[str], APIClient]
+
+
+@pytest.fixture
+def api() -> ClientMaker:
+    """An API client that authenticates with the given raw key."""
+
+    def make(raw_key: str) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+        return client
+
+    return make
