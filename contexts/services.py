@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from contexts.errors import Conflict, Forbidden, Invalid, NotFound
-from contexts.models import ApiKey, Membership, Workspace
+from contexts.models import AgentSession, ApiKey, Membership, Workspace
 from contexts.selectors import hash_key
 
 if TYPE_CHECKING:
@@ -193,3 +193,23 @@ def first_run_bootstrap() -> FirstRun | None:
         workspace = workspace_create(user=user, slug="default", name="Default workspace")
         created = apikey_create(user=user, name="first-run", scope=ApiKey.Scope.ADMIN)
     return FirstRun(username="admin", password=password, workspace=workspace, raw_key=created.raw)
+
+
+def agent_session_get_or_create(
+    *,
+    workspace: Workspace,
+    external_id: str,
+    user: User | None = None,
+    app: str = "",
+    **fields: object,
+) -> AgentSession:
+    """The session a harness calls `external_id`, created on first sight."""
+    external_id = external_id.strip()[:200]
+    if not external_id:
+        raise Invalid("A session id cannot be empty.", code="invalid_session")
+    session, _ = AgentSession.objects.get_or_create(
+        workspace=workspace,
+        external_id=external_id,
+        defaults={"user": user, "app": app[:64], **fields},
+    )
+    return session

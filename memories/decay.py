@@ -1,0 +1,43 @@
+"""Power-law forgetting, as in FlyMemory.
+
+R = min((1 + Δt/τ)^-0.5 · (1 + 0.5·log2(1 + access_count)), 1)
+
+Δt is the time since the memory was last accessed. τ is 30 days by default
+(per workspace: `decay_tau_days`), doubled for what the model chose to
+remember. With the exponent -0.5 the real half-life is 3τ: 90 days.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+SECONDS_PER_DAY = 86400.0
+
+
+def tau_days(source: str, base_tau_days: float) -> float:
+    return base_tau_days * (2.0 if source == "model" else 1.0)
+
+
+def retention(
+    *,
+    last_accessed: datetime,
+    access_count: int,
+    source: str,
+    now: datetime,
+    base_tau_days: float = 30.0,
+) -> float:
+    elapsed_days = max(0.0, (now - last_accessed).total_seconds() / SECONDS_PER_DAY)
+    tau = tau_days(source, base_tau_days)
+    base = (1.0 + elapsed_days / tau) ** -0.5
+    boost = 1.0 + 0.5 * math.log2(1 + access_count)
+    return min(base * boost, 1.0)
+
+
+def retention_sql(now_param: str = "%s", tau_param: str = "%s") -> str:
+    """The same formula as a SQL expression over a memory row (alias `m`)."""
+    return (
+        f"LEAST(POWER(1 + GREATEST(EXTRACT(EPOCH FROM ({now_param} - m.last_accessed)), 0) / 86400.0"
+        f" / ({tau_param} * CASE WHEN m.source = 'model' THEN 2.0 ELSE 1.0 END), -0.5)"
+        f" * (1 + 0.5 * LOG(2, 1 + m.access_count)), 1.0)"
+    )

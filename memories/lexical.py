@@ -1,0 +1,131 @@
+"""memflow's lexical index: tokenising, normalising, BM25.
+
+Embeddings cannot see exact identifiers — file paths, part numbers, IDs,
+`Test2::Plugin::MemUsage`, Chinese substrings — so recall has a lexical arm
+too. Postgres has no BM25 and `ts_rank` is not BM25, so each memory carries
+its own term map (`Memory.lex`, term → frequency, GIN-indexed) and each
+workspace its document frequencies (`LexicalTerm`); BM25 is computed in SQL
+over a bounded candidate set (`memories.selectors`).
+
+Tokens:
+- an identifier-like run (`foo_bar.so`, `x86_64`, `/usr/share/doc/x`,
+  `Test2::Plugin::MemUsage`) is kept whole, lower-cased, and also split into
+  its parts (`foo`, `bar`, `so`) and camel-case words (`mem`, `usage`);
+- CJK text becomes character bigrams, plus single characters (used only
+  when a query's CJK run is one character long);
+- everything else is lower-cased words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+
+# Han, kana, hangul: scripts written without spaces between words.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# A word character that is not CJK, then joiners that keep identifiers whole.
+_W = rf"[^\W{_CJK}]"
+_CHUNK = re.compile(rf"[{_CJK}]+|/?{_W}(?:(?:{_W}|[.:/\-+#@~])*{_W})?")
+_PARTS = re.compile(r"[^\W_]+", re.UNICODE)
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_JOINERS = re.compile(r"[._:/\-+#@~]")
+_NORM_DROP = re.compile(rf"[^\w{_CJK}]+")
+
+MAX_TERM_LENGTH = 200
+K1 = 1.2
+B = 0.75
+
+
+def normalize(text: str) -> str:
+    """Case, width and punctuation folded away: the dedupe identity of a text.
+
+    Punctuation becomes a space rather than nothing, so `v1.2` and `v12`
+    stay different.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_NORM_DROP.sub(" ", folded).split())
+
+
+def norm_hash(text: str) -> str:
+    return hashlib.sha256(normalize(text).encode()).hexdigest()
+
+
+def _is_cjk(chunk: str) -> bool:
+    return bool(_CJK_RUN.fullmatch(chunk))
+
+
+def looks_like_identifier(chunk: str) -> bool:
+    """Something a person would search for verbatim: has digits, joiners or inner capitals."""
+    return bool(
+        _JOINERS.search(chunk.strip("/"))
+        or any(c.isdigit() for c in chunk)
+        or any(c.isupper() for c in chunk[1:])
+    )
+
+
+def _chunk_terms(chunk: str, *, cjk_unigrams: bool) -> list[str]:
+    if _is_cjk(chunk):
+        if len(chunk) == 1:
+            return [chunk]
+        bigrams = [chunk[i : i + 2] for i in range(len(chunk) - 1)]
+        return bigrams + (list(chunk) if cjk_unigrams else [])
+    lowered = chunk.lower()
+    terms = [lowered]
+    for part in _PARTS.findall(chunk):
+        if part.lower() != lowered:
+            terms.append(part.lower())
+        words = _CAMEL.findall(part)
+        if len(words) > 1:
+            terms.extend(w.lower() for w in words)
+    return terms
+
+
+def tokenize(text: str, *, cjk_unigrams: bool = True) -> list[str]:
+    """All terms of a text, with repeats (term frequency counts them)."""
+    text = unicodedata.normalize("NFKC", text)
+    terms: list[str] = []
+    for chunk in _CHUNK.findall(text):
+        terms.extend(
+            t for t in _chunk_terms(chunk, cjk_unigrams=cjk_unigrams) if len(t) <= MAX_TERM_LENGTH
+        )
+    return terms
+
+
+def term_frequencies(text: str) -> tuple[dict[str, int], int]:
+    """The `lex` map of a memory and its length in terms."""
+    terms = tokenize(text)
+    return dict(Counter(terms)), len(terms)
+
+
+@dataclass(frozen=True)
+class Query:
+    terms: list[str]  # distinct, in order of first appearance
+    identifiers: list[str]  # identifier-like chunks in their original case
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.terms
+
+
+def parse_query(text: str) -> Query:
+    """Query terms: like a document's, but CJK single characters only when a run is one character."""
+    text = unicodedata.normalize("NFKC", text)
+    seen: dict[str, None] = {}
+    identifiers: list[str] = []
+    for chunk in _CHUNK.findall(text):
+        for term in _chunk_terms(chunk, cjk_unigrams=False):
+            if len(term) <= MAX_TERM_LENGTH:
+                seen.setdefault(term, None)
+        if not _is_cjk(chunk) and looks_like_identifier(chunk) and len(chunk) >= 3:
+            identifiers.append(chunk)
+    return Query(terms=list(seen), identifiers=identifiers)
+
+
+def idf(df: int, n_docs: int) -> float:
+    """BM25's (always positive) inverse document frequency."""
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))

@@ -1,0 +1,221 @@
+"""What is remembered: memories, their lineage, and what was done with them.
+
+A memory is current while `valid_to` is NULL. Superseding closes it (sets
+`valid_to` and `superseded_by`) instead of deleting it, so "what did we
+believe then" stays answerable. Lexical matching uses memflow's own term
+index (`lex`: term → frequency, see `memories.lexical`) scored as BM25 with
+per-workspace document frequencies in `LexicalTerm`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from contexts.models import AgentSession, Workspace
+
+
+class Memory(models.Model):
+    class Source(models.TextChoices):
+        MODEL = "model", "Model"  # the calling model decided to remember it
+        HOOK = "hook", "Hook"  # captured mechanically by a hook
+        IMPORT = "import", "Import"
+        CONSOLIDATION = "consolidation", "Consolidation"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memories")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    text = models.TextField()
+    # sha256 of the normalised text: exact-duplicate lookups without reading text.
+    norm_hash = models.CharField(max_length=64)
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True)
+    lex = models.JSONField(default=dict, blank=True)
+    lex_len = models.PositiveIntegerField(default=0)
+
+    compartment = models.CharField(max_length=64, blank=True, default="")
+    state_key = models.CharField(max_length=200, blank=True, default="")
+    state_value = models.TextField(blank=True, default="")
+    valid_from = models.DateTimeField(default=timezone.now)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.MODEL)
+    app = models.CharField(max_length=64, blank=True, default="")
+    session = models.ForeignKey(
+        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="memories"
+    )
+    strength = models.FloatField(default=1.0)
+    access_count = models.PositiveIntegerField(default=0)
+    last_accessed = models.DateTimeField(default=timezone.now)
+    pinned = models.BooleanField(default=False)
+    metadata = models.JSONField(default=dict, blank=True)
+    evidence = models.ManyToManyField(
+        "self", through="MemoryEvidence", symmetrical=False, related_name="conclusions", blank=True
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # At most one current entry per state key: the state chain's invariant.
+            models.UniqueConstraint(
+                fields=["workspace", "state_key"],
+                condition=Q(valid_to__isnull=True) & ~Q(state_key=""),
+                name="memory_one_current_state",
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_to__isnull=True) | Q(valid_to__gte=F("valid_from")),
+                name="memory_validity_ordered",
+            ),
+            models.CheckConstraint(
+                condition=~Q(superseded_by=F("id")), name="memory_not_superseded_by_itself"
+            ),
+            models.CheckConstraint(
+                condition=Q(source__in=["model", "hook", "import", "consolidation"]),
+                name="memory_source_valid",
+            ),
+            models.CheckConstraint(condition=~Q(text=""), name="memory_text_not_empty"),
+        ]
+        indexes = [
+            # Dense arm of recall and the dedupe probe: ORDER BY embedding <=> q.
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            # Lexical arm: candidates whose term map has any selected query term (lex ?| terms).
+            GinIndex(fields=["lex"], name="memory_lex_gin"),
+            # Substring search (paths, IDs, CJK) in the list API and dashboard: text ILIKE '%…%'.
+            GinIndex(fields=["text"], opclasses=["gin_trgm_ops"], name="memory_text_trgm"),
+            # Exact-duplicate check in remember: current entries with the same normalised text.
+            models.Index(
+                fields=["workspace", "norm_hash"],
+                condition=Q(valid_to__isnull=True),
+                name="memory_current_norm_idx",
+            ),
+            # Lists, session packs and stats: a workspace's entries by age.
+            models.Index(fields=["workspace", "-created_at"], name="memory_recent_idx"),
+            # State history: one key's chain, oldest first.
+            models.Index(
+                fields=["workspace", "state_key", "valid_from"],
+                condition=~Q(state_key=""),
+                name="memory_state_history_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.text[:60]}"
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_to is None
+
+
+class MemoryEvidence(models.Model):
+    """A consolidation rests on these memories; the originals stay."""
+
+    conclusion = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="evidence_links")
+    evidence = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conclusion_links")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conclusion", "evidence"], name="memoryevidence_unique"
+            ),
+            models.CheckConstraint(
+                condition=~Q(conclusion=F("evidence")), name="memoryevidence_not_self"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.conclusion_id} rests on #{self.evidence_id}"
+
+
+class LexicalTerm(models.Model):
+    """Document frequency of a term in a workspace: BM25's idf."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    term = models.CharField(max_length=200)
+    df = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "term"], name="lexicalterm_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term!r}: {self.df}"
+
+
+class DedupeEvent(models.Model):
+    """A remember that did not add a row: what came in, and what it did.
+
+    Kept so that any fold can be inspected and undone: the incoming text is
+    stored verbatim, and a merge keeps the text it replaced in a tombstone.
+    """
+
+    class Kind(models.TextChoices):
+        STRENGTHEN = "strengthen", "Strengthened"
+        MERGE = "merge", "Merged"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="dedupe_events")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    incoming_text = models.TextField()
+    previous_text = models.TextField(blank=True)
+    tombstone = models.ForeignKey(
+        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    similarity = models.FloatField(null=True, blank=True)
+    source = models.CharField(max_length=16, blank=True)
+    app = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.memory_id}"
+
+
+class InjectionEvent(models.Model):
+    """The usegate ledger: a memory id entered a model's context, or was used.
+
+    `memory_id` is a plain integer, not a foreign key: forgetting a memory
+    must not rewrite the history of what the model was shown.
+    """
+
+    class Kind(models.TextChoices):
+        INJECTED = "injected", "Injected"
+        EXPANDED = "expanded", "Expanded"
+        RECALLED = "recalled", "Recalled"
+        SUPERSEDED = "superseded", "Superseded"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="injections")
+    memory_id = models.BigIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [
+            # Ledger rates: a workspace's events by time; a session's marks per memory.
+            models.Index(fields=["workspace", "at"], name="injection_workspace_idx"),
+            models.Index(fields=["session", "memory_id"], name="injection_session_memory_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.memory_id}"

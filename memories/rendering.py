@@ -1,0 +1,72 @@
+"""Text shapes the model sees: ages, index lines, the recall block.
+
+Deterministic by construction — same entries, same bytes — and with ages
+bucketed, so a block does not change from one turn to the next merely
+because a minute passed (the harness's prompt cache survives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memories.models import Memory
+
+
+def age_label(then: datetime, now: datetime) -> str:
+    seconds = max(0.0, (now - then).total_seconds())
+    hours = seconds / 3600
+    if hours < 1:
+        return "<1h"
+    if hours < 24:
+        return f"{int(hours)}h"
+    days = hours / 24
+    if days < 30:
+        return f"{int(days)}d"
+    if days < 365:
+        return f"{int(days // 30)}mo"
+    return f"{int(days // 365)}y"
+
+
+def one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
+
+
+def index_block(
+    memories: Sequence[Memory], *, now: datetime, budget_chars: int
+) -> tuple[str, list[int]]:
+    """`#id | age | source | one line` per entry, the whole block within the budget."""
+    lines: list[str] = []
+    ids: list[int] = []
+    used = 0
+    for memory in memories:
+        source = memory.source + (f":{memory.app}" if memory.app else "")
+        head = f"#{memory.pk} | {age_label(memory.created_at, now)} | {source} | "
+        room = budget_chars - used - len(head) - 1
+        if room < 20:
+            break
+        line = head + one_line(memory.text, min(room, 160))
+        lines.append(line)
+        ids.append(int(memory.pk))
+        used += len(line) + 1
+    return "\n".join(lines), ids
+
+
+def recall_block(
+    memories: Sequence[Memory], *, now: datetime, budget_chars: int
+) -> tuple[str, list[int]]:
+    """Whole texts, best first, as many as fit in the budget (none is cut)."""
+    parts: list[str] = []
+    ids: list[int] = []
+    used = 0
+    for memory in memories:
+        source = memory.source + (f":{memory.app}" if memory.app else "")
+        entry = f"[#{memory.pk} | {age_label(memory.created_at, now)} | {source}]\n{memory.text}"
+        cost = len(entry) + (2 if parts else 0)
+        if used + cost > budget_chars:
+            continue  # a shorter one further down may still fit
+        parts.append(entry)
+        ids.append(int(memory.pk))
+        used += cost
+    return "\n\n".join(parts), ids

@@ -1,0 +1,768 @@
+"""Reads of the memory engine: recall (dense, lexical, fused), states, lists,
+conflicts, insights, session packs, stats and the ledger.
+
+Raw SQL lives here and only here, each statement with a comment saying why
+the ORM would not do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from contexts.errors import NotFound
+from contexts.models import Workspace
+from memories import lexical
+from memories.conf import memory_setting
+from memories.decay import retention, retention_sql
+from memories.models import InjectionEvent, LexicalTerm, Memory
+
+# Special LexicalTerm rows holding the workspace's document count and total
+# length; a real term never contains a space.
+STAT_DOCS = " docs"
+STAT_LENGTH = " length"
+
+DENSE_CANDIDATES = 50
+LEXICAL_CANDIDATES = 50
+# The lexical arm scores only documents containing one of the query's rarer
+# terms, chosen until their document frequencies add up to this: it bounds
+# the work of a query full of common words.
+LEXICAL_POSTINGS_BUDGET = 4000
+
+
+def _vector_literal(vector: np.ndarray | Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
+# --- single entries -----------------------------------------------------------
+
+
+def memory_get(*, workspace: Workspace, memory_id: int) -> Memory:
+    memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
+    if memory is None:
+        raise NotFound(f"No memory #{memory_id} in this workspace.", code="memory_not_found")
+    return memory
+
+
+@dataclass(frozen=True)
+class MemoryFilters:
+    compartment: str | None = None
+    compartments: Sequence[str] | None = None
+    source: str | None = None
+    app: str | None = None
+    state_key: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_superseded: bool = False
+    exclude_compartments: Sequence[str] = ()
+
+    def sql(self, params: dict[str, Any], alias: str = "m") -> str:
+        """A WHERE fragment (starting with AND) for these filters."""
+        parts = []
+        if not self.include_superseded:
+            parts.append(f"{alias}.valid_to IS NULL")
+        if self.compartment is not None:
+            params["f_compartment"] = self.compartment
+            parts.append(f"{alias}.compartment = %(f_compartment)s")
+        if self.compartments is not None:
+            params["f_compartments"] = list(self.compartments)
+            parts.append(f"{alias}.compartment = ANY(%(f_compartments)s)")
+        if self.exclude_compartments:
+            params["f_exclude"] = list(self.exclude_compartments)
+            parts.append(f"NOT ({alias}.compartment = ANY(%(f_exclude)s))")
+        for name in ("source", "app", "state_key"):
+            value = getattr(self, name)
+            if value is not None:
+                params[f"f_{name}"] = value
+                parts.append(f"{alias}.{name} = %(f_{name})s")
+        if self.since is not None:
+            params["f_since"] = self.since
+            parts.append(f"{alias}.created_at >= %(f_since)s")
+        if self.until is not None:
+            params["f_until"] = self.until
+            parts.append(f"{alias}.created_at < %(f_until)s")
+        return "".join(f" AND {p}" for p in parts)
+
+    def queryset(self, qs: QuerySet[Memory]) -> QuerySet[Memory]:
+        if not self.include_superseded:
+            qs = qs.filter(valid_to__isnull=True)
+        if self.compartment is not None:
+            qs = qs.filter(compartment=self.compartment)
+        if self.compartments is not None:
+            qs = qs.filter(compartment__in=list(self.compartments))
+        if self.exclude_compartments:
+            qs = qs.exclude(compartment__in=list(self.exclude_compartments))
+        for name in ("source", "app", "state_key"):
+            value = getattr(self, name)
+            if value is not None:
+                qs = qs.filter(**{name: value})
+        if self.since is not None:
+            qs = qs.filter(created_at__gte=self.since)
+        if self.until is not None:
+            qs = qs.filter(created_at__lt=self.until)
+        return qs
+
+
+def memory_list(
+    *, workspace: Workspace, filters: MemoryFilters, contains: str | None = None
+) -> QuerySet[Memory]:
+    qs = filters.queryset(Memory.objects.filter(workspace=workspace))
+    if contains:
+        # Uses index: memory_text_trgm (substring search over paths, IDs, CJK).
+        qs = qs.filter(text__icontains=contains)
+    return qs.order_by("-created_at", "-id")
+
+
+# --- the two arms of recall ---------------------------------------------------
+
+
+def _set_search_options(cursor: Any) -> None:
+    # Filtered HNSW scans keep going until enough rows pass the filter
+    # (pgvector 0.8 iterative scans), so a workspace's results are not cut
+    # short by other workspaces' rows in the same index.
+    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    cursor.execute("SET LOCAL hnsw.ef_search = 64")
+
+
+def dense_arm(
+    *,
+    workspace: Workspace,
+    vector: np.ndarray,
+    filters: MemoryFilters,
+    limit: int = DENSE_CANDIDATES,
+) -> list[tuple[int, float]]:
+    """(id, cosine similarity), best first, by the HNSW index."""
+    params: dict[str, Any] = {"ws": workspace.pk, "q": _vector_literal(vector), "n": limit}
+    where = filters.sql(params)
+    # Raw SQL: SET LOCAL for the iterative scan must share the transaction.
+    sql = f"""
+        SELECT m.id, 1 - (m.embedding <=> %(q)s::vector) AS cos
+        FROM memories_memory m
+        WHERE m.workspace_id = %(ws)s AND m.embedding IS NOT NULL {where}
+        ORDER BY m.embedding <=> %(q)s::vector
+        LIMIT %(n)s
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        _set_search_options(cursor)
+        cursor.execute(sql, params)
+        return [(int(i), float(c)) for i, c in cursor.fetchall()]
+
+
+@dataclass
+class LexicalStats:
+    docs: int
+    avg_length: float
+    df: dict[str, int]
+
+
+def lexical_stats(*, workspace: Workspace, terms: Sequence[str]) -> LexicalStats:
+    rows = dict(
+        LexicalTerm.objects.filter(
+            workspace=workspace, term__in=[*terms, STAT_DOCS, STAT_LENGTH]
+        ).values_list("term", "df")
+    )
+    docs = max(rows.pop(STAT_DOCS, 0), 0)
+    length = max(rows.pop(STAT_LENGTH, 0), 0)
+    return LexicalStats(docs=docs, avg_length=(length / docs) if docs else 1.0, df=rows)
+
+
+@dataclass
+class LexicalHit:
+    id: int
+    bm25: float
+    matched_idf: float  # how much of the query's idf mass this entry contains
+    exact_case: bool  # contains an identifier of the query in its exact case
+
+
+@dataclass
+class LexicalResult:
+    hits: list[LexicalHit]
+    total_idf: float
+
+    def coverage(self, hit: LexicalHit) -> float:
+        return hit.matched_idf / self.total_idf if self.total_idf else 0.0
+
+
+def lexical_arm(
+    *,
+    workspace: Workspace,
+    query: lexical.Query,
+    filters: MemoryFilters,
+    limit: int = LEXICAL_CANDIDATES,
+    also_ids: Sequence[int] = (),
+) -> LexicalResult:
+    """BM25 over the entries holding the query's rarer terms (plus `also_ids`)."""
+    if query.is_empty:
+        return LexicalResult(hits=[], total_idf=0.0)
+    stats = lexical_stats(workspace=workspace, terms=query.terms)
+    known = [t for t in query.terms if stats.df.get(t, 0) > 0]
+    if not known and not also_ids:
+        return LexicalResult(hits=[], total_idf=0.0)
+    idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) for t in query.terms}
+    total_idf = sum(idfs.values())
+    selected: list[str] = []
+    postings = 0
+    for term in sorted(known, key=lambda t: stats.df[t]):
+        if selected and postings + stats.df[term] > LEXICAL_POSTINGS_BUDGET:
+            break
+        selected.append(term)
+        postings += stats.df[term]
+    patterns = [
+        "%" + ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        for ident in query.identifiers
+    ]
+    params: dict[str, Any] = {
+        "ws": workspace.pk,
+        "terms": list(idfs),
+        "idfs": list(idfs.values()),
+        "selected": selected,
+        "also": list(also_ids),
+        "avgdl": stats.avg_length,
+        "k1": lexical.K1,
+        "b": lexical.B,
+        "patterns": patterns or [""],
+        "has_patterns": bool(patterns),
+        "n": limit,
+    }
+    where = filters.sql(params)
+    # Raw SQL: BM25 over a jsonb term map has no ORM spelling. Uses index:
+    # memory_lex_gin (lex ?| selected terms).
+    sql = f"""
+        SELECT m.id,
+               SUM(q.idf * (t.tf * (%(k1)s + 1))
+                   / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * m.lex_len / %(avgdl)s))) AS bm25,
+               SUM(q.idf) AS matched_idf,
+               bool_or(%(has_patterns)s AND m.text LIKE ANY(%(patterns)s)) AS exact_case
+        FROM memories_memory m
+        CROSS JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
+        CROSS JOIN LATERAL (SELECT (m.lex ->> q.term)::float8 AS tf) t
+        WHERE m.workspace_id = %(ws)s
+          AND (m.lex ?| %(selected)s::text[] OR m.id = ANY(%(also)s::bigint[]))
+          AND t.tf IS NOT NULL {where}
+        GROUP BY m.id
+        ORDER BY bm25 DESC, m.id DESC
+        LIMIT %(n)s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    hits = [
+        LexicalHit(id=int(r[0]), bm25=float(r[1]), matched_idf=float(r[2]), exact_case=bool(r[3]))
+        for r in rows
+    ]
+    return LexicalResult(hits=hits, total_idf=total_idf)
+
+
+def cosine_for(*, workspace: Workspace, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+    if not ids:
+        return {}
+    rows = (
+        Memory.objects.filter(workspace=workspace, pk__in=list(ids), embedding__isnull=False)
+        .annotate(distance=CosineDistance("embedding", vector))
+        .values_list("pk", "distance")
+    )
+    return {int(pk): 1.0 - float(d) for pk, d in rows}
+
+
+# --- fusion -------------------------------------------------------------------
+
+
+@dataclass
+class Scored:
+    id: int
+    score: float
+    cosine: float
+    bm25: float
+    coverage: float
+    exact_case: bool
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+
+
+@dataclass
+class Fusion:
+    """How much the lexical arm is trusted for this query, and why."""
+
+    lexical_weight: float
+    reason: str
+    candidates: list[Scored] = field(default_factory=list)
+
+
+RRF_K = 60
+
+
+def fuse(
+    *,
+    query: lexical.Query,
+    dense: list[tuple[int, float]],
+    lexical_result: LexicalResult,
+    cosines: dict[int, float],
+) -> Fusion:
+    """Adaptive convex fusion of the two arms.
+
+    Plain reciprocal-rank fusion throws away how *well* each arm matched: an
+    entry that holds every word of a verbatim fragment ranks no higher than
+    one that shares a common word. Here each candidate gets both scores —
+    cosine from the dense arm, BM25 (normalised by the best) from the lexical
+    arm — and the weight of the lexical side depends on the query:
+
+    - if the best lexical match holds nearly all of the query's idf mass, the
+      query's own words occur together in an entry (a fragment, an exact
+      identifier): the lexical arm is trusted;
+    - if it holds little, the query is worded differently from what it seeks
+      (a question, a paraphrase): the dense arm is trusted;
+    - between the two, the weight slides linearly.
+
+    An entry containing a query identifier in its exact case gets a bonus, so
+    `MemUsage` ranks above `memusage`. A small RRF term breaks ties.
+    """
+    lex_by_id = {hit.id: hit for hit in lexical_result.hits}
+    ids = list(dict.fromkeys([i for i, _ in dense] + [h.id for h in lexical_result.hits]))
+    if not ids:
+        return Fusion(lexical_weight=0.0, reason="no candidates")
+    dense_rank = {i: r for r, (i, _) in enumerate(dense)}
+    lexical_rank = {h.id: r for r, h in enumerate(lexical_result.hits)}
+    best_bm25 = max((h.bm25 for h in lexical_result.hits), default=0.0)
+    best_coverage = max((lexical_result.coverage(h) for h in lexical_result.hits), default=0.0)
+
+    if best_bm25 <= 0:
+        weight, reason = 0.0, "no lexical match"
+    else:
+        slide = min(max((best_coverage - 0.45) / 0.45, 0.0), 1.0)
+        weight = 0.2 + 0.65 * slide
+        reason = f"best lexical coverage {best_coverage:.2f}"
+        if query.identifiers and any(h.exact_case for h in lexical_result.hits):
+            weight = max(weight, 0.7)
+            reason += ", exact identifier"
+
+    cos_values = [cosines.get(i, 0.0) for i in ids]
+    cos_hi, cos_lo = max(cos_values), min(cos_values)
+    spread = max(cos_hi - cos_lo, 1e-6)
+    scored = []
+    for i in ids:
+        hit = lex_by_id.get(i)
+        cosine = cosines.get(i, 0.0)
+        dense_part = (cosine - cos_lo) / spread * 0.5 + max(cosine, 0.0) * 0.5
+        lexical_part = (hit.bm25 / best_bm25) if hit and best_bm25 > 0 else 0.0
+        score = weight * lexical_part + (1 - weight) * dense_part
+        if hit and hit.exact_case:
+            score += 0.15
+        rrf = 1 / (RRF_K + dense_rank.get(i, 1000)) + 1 / (RRF_K + lexical_rank.get(i, 1000))
+        score += rrf
+        scored.append(
+            Scored(
+                id=i,
+                score=score,
+                cosine=cosine,
+                bm25=hit.bm25 if hit else 0.0,
+                coverage=lexical_result.coverage(hit) if hit else 0.0,
+                exact_case=bool(hit and hit.exact_case),
+                dense_rank=dense_rank.get(i),
+                lexical_rank=lexical_rank.get(i),
+            )
+        )
+    scored.sort(key=lambda s: (-s.score, -s.id))
+    return Fusion(lexical_weight=weight, reason=reason, candidates=scored)
+
+
+# --- recall ---------------------------------------------------------------------
+
+
+@dataclass
+class Hit:
+    memory: Memory
+    score: float
+    retention: float
+    cosine: float
+    bm25: float
+
+
+@dataclass
+class RecallResult:
+    hits: list[Hit]
+    fusion: Fusion
+
+
+def memory_recall(
+    *,
+    workspace: Workspace,
+    query: str,
+    k: int = 10,
+    filters: MemoryFilters | None = None,
+    vector: np.ndarray | None = None,
+    arms: str = "hybrid",
+    now: datetime | None = None,
+) -> RecallResult:
+    """Hybrid recall, weighted by retention. Reads only: rehearsal is the caller's.
+
+    `arms` is "hybrid", "dense" or "lexical" (the single arms serve the
+    quality bench and debugging).
+    """
+    from memories.embeddings import get_embedder
+
+    filters = filters or MemoryFilters()
+    now = now or timezone.now()
+    parsed = lexical.parse_query(query)
+    dense: list[tuple[int, float]] = []
+    if arms in ("hybrid", "dense"):
+        if vector is None:
+            vector = get_embedder().encode_one(query)
+        dense = dense_arm(workspace=workspace, vector=vector, filters=filters)
+    lexical_result = LexicalResult(hits=[], total_idf=0.0)
+    if arms in ("hybrid", "lexical"):
+        lexical_result = lexical_arm(
+            workspace=workspace, query=parsed, filters=filters, also_ids=[i for i, _ in dense]
+        )
+    if arms == "dense":
+        fusion = Fusion(lexical_weight=0.0, reason="dense arm only")
+        cosines = dict(dense)
+        fusion.candidates = [
+            Scored(id=i, score=c, cosine=c, bm25=0.0, coverage=0.0, exact_case=False, dense_rank=r)
+            for r, (i, c) in enumerate(dense)
+        ]
+    elif arms == "lexical":
+        fusion = Fusion(lexical_weight=1.0, reason="lexical arm only")
+        fusion.candidates = [
+            Scored(
+                id=h.id,
+                score=h.bm25,
+                cosine=0.0,
+                bm25=h.bm25,
+                coverage=lexical_result.coverage(h),
+                exact_case=h.exact_case,
+                lexical_rank=r,
+            )
+            for r, h in enumerate(lexical_result.hits)
+        ]
+    else:
+        cosines = dict(dense)
+        missing = [h.id for h in lexical_result.hits if h.id not in cosines]
+        assert vector is not None
+        cosines.update(cosine_for(workspace=workspace, vector=vector, ids=missing))
+        fusion = fuse(query=parsed, dense=dense, lexical_result=lexical_result, cosines=cosines)
+
+    top = fusion.candidates[: max(k * 3, k)]
+    rows = Memory.objects.in_bulk([s.id for s in top])
+    tau = float(memory_setting(workspace, "decay_tau_days"))
+    hits = []
+    for s in top:
+        memory = rows.get(s.id)
+        if memory is None:
+            continue
+        r = retention(
+            last_accessed=memory.last_accessed,
+            access_count=memory.access_count,
+            source=memory.source,
+            now=now,
+            base_tau_days=tau,
+        )
+        # Retention weighs, it does not dominate: a faded but exact answer
+        # still beats a fresh irrelevant one.
+        weighted = s.score * (0.8 + 0.2 * r) if arms == "hybrid" else s.score
+        hits.append(Hit(memory=memory, score=weighted, retention=r, cosine=s.cosine, bm25=s.bm25))
+    hits.sort(key=lambda h: (-h.score, -(h.memory.pk or 0)))
+    return RecallResult(hits=hits[:k], fusion=fusion)
+
+
+# --- states ---------------------------------------------------------------------
+
+
+def state_current(*, workspace: Workspace, key: str) -> Memory:
+    memory = Memory.objects.filter(
+        workspace=workspace, state_key=key, valid_to__isnull=True
+    ).first()
+    if memory is None:
+        raise NotFound(f"No current value for state {key!r}.", code="state_not_found")
+    return memory
+
+
+def state_history(*, workspace: Workspace, key: str) -> list[Memory]:
+    # Uses index: memory_state_history_idx.
+    chain = list(
+        Memory.objects.filter(workspace=workspace, state_key=key).order_by("valid_from", "id")
+    )
+    if not chain:
+        raise NotFound(f"No state {key!r}.", code="state_not_found")
+    return chain
+
+
+def state_keys(*, workspace: Workspace) -> QuerySet[Memory]:
+    return (
+        Memory.objects.filter(workspace=workspace, valid_to__isnull=True)
+        .exclude(state_key="")
+        .order_by("state_key")
+    )
+
+
+# --- conflicts and insights --------------------------------------------------------
+
+
+@dataclass
+class Conflict:
+    a: Memory
+    b: Memory
+    cosine: float
+
+
+def memory_conflicts(
+    *, workspace: Workspace, threshold: float = 0.92, scan: int = 500, limit: int = 50
+) -> list[Conflict]:
+    """Current entries that mean nearly the same but say it differently.
+
+    Scans the `scan` most recent current entries, each against its nearest
+    neighbours through the HNSW index, so the cost is bounded however large
+    the library grows.
+    """
+    params = {"ws": workspace.pk, "scan": scan, "t": threshold, "limit": limit}
+    # Raw SQL: a lateral nearest-neighbour probe per recent entry.
+    sql = """
+        WITH recent AS (
+            SELECT id, embedding, norm_hash FROM memories_memory
+            WHERE workspace_id = %(ws)s AND valid_to IS NULL AND embedding IS NOT NULL
+            ORDER BY created_at DESC LIMIT %(scan)s
+        )
+        SELECT DISTINCT LEAST(r.id, n.id), GREATEST(r.id, n.id), n.cos
+        FROM recent r
+        CROSS JOIN LATERAL (
+            SELECT m.id, 1 - (m.embedding <=> r.embedding) AS cos, m.norm_hash
+            FROM memories_memory m
+            WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND m.id <> r.id
+              AND m.embedding IS NOT NULL
+            ORDER BY m.embedding <=> r.embedding LIMIT 3
+        ) n
+        WHERE n.cos >= %(t)s AND n.norm_hash <> r.norm_hash
+        ORDER BY n.cos DESC LIMIT %(limit)s
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        _set_search_options(cursor)
+        cursor.execute(sql, params)
+        pairs = cursor.fetchall()
+    rows = Memory.objects.in_bulk({i for a, b, _ in pairs for i in (a, b)})
+    return [
+        Conflict(a=rows[a], b=rows[b], cosine=float(c))
+        for a, b, c in pairs
+        if a in rows and b in rows
+    ]
+
+
+def memory_fading(
+    *, workspace: Workspace, below: float = 0.5, limit: int = 50, now: datetime | None = None
+) -> list[tuple[Memory, float]]:
+    """High-value entries (the model's or imported) whose retention is falling below `below`."""
+    now = now or timezone.now()
+    tau = float(memory_setting(workspace, "decay_tau_days"))
+    # Raw SQL: the retention formula evaluated by the database, so that only
+    # the fading rows travel.
+    sql = f"""
+        SELECT m.id, {retention_sql("%(now)s", "%(tau)s")} AS r
+        FROM memories_memory m
+        WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND NOT m.pinned
+          AND m.source IN ('model', 'import')
+          AND {retention_sql("%(now)s", "%(tau)s")} < %(below)s
+        ORDER BY r ASC LIMIT %(limit)s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql, {"ws": workspace.pk, "now": now, "tau": tau, "below": below, "limit": limit}
+        )
+        found = cursor.fetchall()
+    rows = Memory.objects.in_bulk([i for i, _ in found])
+    return [(rows[i], float(r)) for i, r in found if i in rows]
+
+
+def memory_below_retention(*, workspace: Workspace, now: datetime) -> list[tuple[int, float, str]]:
+    """Cleanup candidates: (id, retention, source) under the workspace's thresholds."""
+    tau = float(memory_setting(workspace, "decay_tau_days"))
+    plain = float(memory_setting(workspace, "cleanup_threshold"))
+    valuable = float(memory_setting(workspace, "cleanup_threshold_valuable"))
+    expr = retention_sql("%(now)s", "%(tau)s")
+    # Raw SQL: as in memory_fading.
+    sql = f"""
+        SELECT m.id, {expr} AS r, m.source FROM memories_memory m
+        WHERE m.workspace_id = %(ws)s AND NOT m.pinned
+          AND {expr} < CASE WHEN m.source IN ('model', 'import') THEN %(valuable)s ELSE %(plain)s END
+        ORDER BY m.id
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql, {"ws": workspace.pk, "now": now, "tau": tau, "plain": plain, "valuable": valuable}
+        )
+        return [(int(i), float(r), str(s)) for i, r, s in cursor.fetchall()]
+
+
+# --- session pack and stats -------------------------------------------------------------
+
+
+@dataclass
+class SessionPack:
+    trail: list[Memory]
+    conclusions: list[Memory]
+
+
+def cut_at_sentence(text: str, limit: int) -> str:
+    """At most `limit` characters, ending at a sentence end when one is near."""
+    if len(text) <= limit:
+        return text
+    window = text[:limit]
+    ends = [window.rfind(mark) for mark in (". ", "\u3002", "! ", "? ", "\uff01", "\uff1f", "\n")]
+    cut = max(ends)
+    if cut >= limit // 2:
+        return window[: cut + 1].rstrip()
+    return window.rstrip() + "…"
+
+
+def session_pack(
+    *, workspace: Workspace, minutes: int = 180, now: datetime | None = None
+) -> SessionPack:
+    now = now or timezone.now()
+    since = now - timedelta(minutes=minutes)
+    trail = list(
+        Memory.objects.filter(workspace=workspace, valid_to__isnull=True, created_at__gte=since)
+        .exclude(compartment="lessons")
+        .order_by("-created_at", "-id")[:15]
+    )
+    trail.reverse()  # oldest first: a trail reads forward
+    conclusions = list(
+        Memory.objects.filter(
+            workspace=workspace,
+            valid_to__isnull=True,
+            source__in=[Memory.Source.MODEL, Memory.Source.CONSOLIDATION],
+        )
+        .exclude(pk__in=[m.pk for m in trail])
+        .order_by("-created_at", "-id")[:5]
+    )
+    return SessionPack(trail=trail, conclusions=conclusions)
+
+
+def memory_stats(*, workspace: Workspace, now: datetime | None = None) -> dict[str, Any]:
+    now = now or timezone.now()
+    all_rows = Memory.objects.filter(workspace=workspace)
+    current = all_rows.filter(valid_to__isnull=True)
+
+    def counts(column: str) -> dict[str, int]:
+        return {
+            (row[column] or ""): row["n"]
+            for row in current.values(column).annotate(n=Count("id")).order_by(column)
+        }
+
+    aggregate = current.aggregate(
+        total=Count("id"),
+        accessed=Count("id", filter=Q(access_count__gt=0)),
+    )
+    oldest = current.order_by("created_at").values_list("created_at", flat=True).first()
+    newest = current.order_by("-created_at").values_list("created_at", flat=True).first()
+    access = list(current.values_list("access_count", flat=True))
+    return {
+        "current": aggregate["total"],
+        "superseded": all_rows.filter(valid_to__isnull=False).count(),
+        "by_source": counts("source"),
+        "by_app": counts("app"),
+        "by_compartment": counts("compartment"),
+        "state_keys": current.exclude(state_key="").count(),
+        "never_accessed": aggregate["total"] - aggregate["accessed"],
+        "access_count_mean": (sum(access) / len(access)) if access else 0.0,
+        "access_count_max": max(access, default=0),
+        "oldest_age_days": round((now - oldest).total_seconds() / 86400, 2) if oldest else None,
+        "newest_age_days": round((now - newest).total_seconds() / 86400, 2) if newest else None,
+    }
+
+
+# --- the ledger ------------------------------------------------------------------
+
+
+def ledger_summary(
+    *, workspace: Workspace, session_id: str | None = None, top: int = 10
+) -> dict[str, Any]:
+    """Injection → use rates: of the ids injected into a session, how many were then used."""
+    events = InjectionEvent.objects.filter(workspace=workspace)
+    if session_id is not None:
+        events = events.filter(session__external_id=session_id)
+    injected = set(
+        events.filter(kind=InjectionEvent.Kind.INJECTED).values_list("session_id", "memory_id")
+    )
+    uses: dict[str, set[tuple[int, int]]] = {}
+    for kind in (
+        InjectionEvent.Kind.EXPANDED,
+        InjectionEvent.Kind.RECALLED,
+        InjectionEvent.Kind.SUPERSEDED,
+    ):
+        uses[kind] = set(events.filter(kind=kind).values_list("session_id", "memory_id")) & injected
+    used_any = set().union(*uses.values()) if uses else set()
+    hottest = list(
+        events.values("memory_id")
+        .annotate(n=Count("id"), used=Count("id", filter=~Q(kind=InjectionEvent.Kind.INJECTED)))
+        .order_by("-n", "memory_id")[:top]
+    )
+    n = len(injected)
+    return {
+        "injected": n,
+        "used": len(used_any),
+        "use_rate": round(len(used_any) / n, 4) if n else 0.0,
+        "by_kind": {kind: len(pairs) for kind, pairs in uses.items()},
+        "rates": {kind: (round(len(pairs) / n, 4) if n else 0.0) for kind, pairs in uses.items()},
+        "hottest": [
+            {"memory_id": h["memory_id"], "events": h["n"], "uses": h["used"]} for h in hottest
+        ],
+    }
+
+
+# --- dedupe probes ---------------------------------------------------------------------
+
+
+def memories_by_norm_hash(
+    *, workspace: Workspace, hashes: Sequence[str]
+) -> dict[str, list[Memory]]:
+    found: dict[str, list[Memory]] = {}
+    if not hashes:
+        return found
+    # Uses index: memory_current_norm_idx.
+    for memory in Memory.objects.filter(
+        workspace=workspace, valid_to__isnull=True, state_key="", norm_hash__in=set(hashes)
+    ):
+        found.setdefault(memory.norm_hash, []).append(memory)
+    return found
+
+
+def dedupe_neighbours(
+    *, workspace: Workspace, vectors: Sequence[np.ndarray], limit: int = 5
+) -> list[list[tuple[Memory, float]]]:
+    """For each vector, the nearest current plain entries, in one round trip."""
+    if not vectors:
+        return []
+    params: dict[str, Any] = {
+        "ws": workspace.pk,
+        "vs": [_vector_literal(v) for v in vectors],
+        "n": limit,
+    }
+    # Raw SQL: a batch of HNSW probes as one lateral join.
+    sql = """
+        SELECT q.ord, n.id, n.cos
+        FROM unnest(%(vs)s::text[]) WITH ORDINALITY AS q(v, ord)
+        CROSS JOIN LATERAL (
+            SELECT m.id, 1 - (m.embedding <=> q.v::vector) AS cos
+            FROM memories_memory m
+            WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND m.state_key = ''
+              AND m.embedding IS NOT NULL
+            ORDER BY m.embedding <=> q.v::vector
+            LIMIT %(n)s
+        ) n
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        _set_search_options(cursor)
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    memories = Memory.objects.in_bulk({int(r[1]) for r in rows})
+    result: list[list[tuple[Memory, float]]] = [[] for _ in vectors]
+    for ord_, memory_id, cosine in rows:
+        memory = memories.get(int(memory_id))
+        if memory is not None:
+            result[int(ord_) - 1].append((memory, float(cosine)))
+    return result

@@ -1,0 +1,743 @@
+"""Writes of the memory engine: remember (with dedupe and states), supersede,
+edit, forget, consolidate, cleanup, rehearsal and the ledger.
+
+Embedding happens before any transaction opens; the database part of a
+write runs under a per-workspace advisory lock, so two sessions remembering
+the same thing at the same moment fold into one entry instead of racing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from contexts.errors import Conflict, Invalid, MemflowError, NotFound
+from contexts.models import AgentSession, Workspace
+from memories import lexical, selectors
+from memories.conf import DEDUPE_MIN_CONTAINED_SHARE, memory_setting, merge_cosine
+from memories.embeddings import get_embedder
+from memories.models import DedupeEvent, InjectionEvent, Memory, MemoryEvidence
+from memories.secrets import find_secret
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+RESERVED_COMPARTMENTS = ("lessons", "context")
+# A merge never makes an entry's source weaker than it was.
+SOURCE_RANK = {"hook": 0, "import": 1, "consolidation": 2, "model": 3}
+DEDUPE_NEIGHBOURS = 5
+
+
+class SecretDetected(MemflowError):
+    status_code = 422
+    code = "secret_detected"
+
+
+class TextTooLong(MemflowError):
+    status_code = 413
+    code = "text_too_long"
+
+
+@dataclass
+class RememberInput:
+    text: str
+    compartment: str = ""
+    state_key: str = ""
+    state_value: str = ""
+    source: str = Memory.Source.MODEL
+    app: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None  # importers keep the original time
+
+
+Outcome = Literal["created", "strengthened", "merged"]
+
+
+@dataclass
+class RememberResult:
+    outcome: Outcome
+    memory: Memory
+    superseded: list[int] = field(default_factory=list)
+    event: DedupeEvent | None = None
+    similarity: float | None = None
+
+
+def memory_validate(*, workspace: Workspace, item: RememberInput) -> RememberInput:
+    """A cleaned copy of `item`, or the error that refuses it. Stores nothing."""
+    text = item.text.strip() if isinstance(item.text, str) else ""
+    if not text:
+        raise Invalid("A memory needs some text.", code="empty_text")
+    if "\x00" in text:
+        raise Invalid("Memory text cannot contain NUL characters.", code="invalid_text")
+    limit = int(memory_setting(workspace, "max_text_chars"))
+    if len(text) > limit:
+        raise TextTooLong(
+            f"The text has {len(text)} characters; this workspace takes at most {limit}."
+        )
+    for value in (text, item.state_value):
+        label = find_secret(value)
+        if label:
+            raise SecretDetected(f"The text looks like it contains a {label}; it was not stored.")
+    if item.source not in Memory.Source.values:
+        raise Invalid(f"Unknown source {item.source!r}.", code="invalid_source")
+    if item.state_value and not item.state_key:
+        raise Invalid("A state_value needs a state_key.", code="state_key_required")
+    compartment = item.compartment.strip().lower()
+    if len(compartment) > 64 or len(item.state_key) > 200 or len(item.app) > 64:
+        raise Invalid(
+            "compartment and app take 64 characters, state_key 200.", code="field_too_long"
+        )
+    return RememberInput(
+        text=text,
+        compartment=compartment,
+        state_key=item.state_key.strip(),
+        state_value=item.state_value.strip(),
+        source=item.source,
+        app=item.app.strip(),
+        metadata=item.metadata or {},
+        created_at=item.created_at,
+    )
+
+
+def _workspace_lock(workspace: Workspace) -> None:
+    """Serialise the database part of writes to one workspace (transaction-scoped)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [0x6D66_0002, workspace.pk])
+
+
+def _lock_key(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big", signed=True)
+
+
+def _update_term_stats(
+    workspace: Workspace, added: Sequence[Memory], removed: Sequence[Memory]
+) -> None:
+    """Keep document frequencies, the document count and total length exact."""
+    delta: Counter[str] = Counter()
+    for memory in added:
+        delta.update(memory.lex.keys())
+        delta[selectors.STAT_DOCS] += 1
+        delta[selectors.STAT_LENGTH] += memory.lex_len
+    for memory in removed:
+        delta.subtract(memory.lex.keys())
+        delta[selectors.STAT_DOCS] -= 1
+        delta[selectors.STAT_LENGTH] -= memory.lex_len
+    terms = sorted(t for t, n in delta.items() if n)  # sorted: a fixed lock order
+    if not terms:
+        return
+    # Raw SQL: one upsert for a whole batch of terms.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO memories_lexicalterm (workspace_id, term, df)
+            SELECT %s, t, d FROM unnest(%s::text[], %s::int[]) AS x(t, d)
+            ON CONFLICT (workspace_id, term) DO UPDATE SET df = memories_lexicalterm.df + EXCLUDED.df
+            """,
+            [workspace.pk, terms, [delta[t] for t in terms]],
+        )
+
+
+def _set_text(memory: Memory, text: str, vector: np.ndarray, model_id: str) -> None:
+    memory.text = text
+    memory.norm_hash = lexical.norm_hash(text)
+    memory.embedding = vector
+    memory.embedding_model = model_id
+    memory.lex, memory.lex_len = lexical.term_frequencies(text)
+
+
+@dataclass
+class _Pending:
+    item: RememberInput
+    vector: np.ndarray
+    norm: str
+    norm_hash: str
+
+
+def memory_remember(
+    *,
+    workspace: Workspace,
+    item: RememberInput,
+    user: User | None = None,
+    session: AgentSession | None = None,
+) -> RememberResult:
+    return memory_remember_bulk(workspace=workspace, items=[item], user=user, session=session)[0]
+
+
+def memory_remember_bulk(
+    *,
+    workspace: Workspace,
+    items: Sequence[RememberInput],
+    user: User | None = None,
+    session: AgentSession | None = None,
+    vectors: np.ndarray | None = None,
+) -> list[RememberResult]:
+    """Remember several texts: embed them in one batch, then fold or insert each.
+
+    Every item is validated first; one bad item refuses the whole call and
+    nothing is stored. `vectors`, when given, must be the embedder's vectors
+    for the items' texts (the importer and the bench pass cached ones).
+    """
+    cleaned = [memory_validate(workspace=workspace, item=item) for item in items]
+    if not cleaned:
+        return []
+    embedder = get_embedder()
+    if vectors is None:
+        vectors = embedder.encode([item.text for item in cleaned])
+    pending = [
+        _Pending(
+            item=item,
+            vector=vector,
+            norm=lexical.normalize(item.text),
+            norm_hash=lexical.norm_hash(item.text),
+        )
+        for item, vector in zip(cleaned, vectors, strict=True)
+    ]
+    with transaction.atomic():
+        _workspace_lock(workspace)
+        folder = _Folder(
+            workspace=workspace, user=user, session=session, model_id=embedder.model_id
+        )
+        results = folder.run(pending)
+    return results
+
+
+class _Folder:
+    """Decides, for each incoming text, whether it is new, a repeat or an extension.
+
+    Cosine never decides alone. A repeat is an entry whose normalised text is
+    identical (strengthen). An extension is an entry whose normalised text is
+    contained, as a whole, in the incoming one and is close in meaning
+    (merge: the longer text is kept, the old one survives as a tombstone). An
+    incoming text contained in an existing entry adds nothing (strengthen).
+    Everything else is new — so no distinct fact is ever folded away.
+    """
+
+    def __init__(
+        self,
+        *,
+        workspace: Workspace,
+        user: User | None,
+        session: AgentSession | None,
+        model_id: str,
+    ):
+        self.workspace = workspace
+        self.user = user
+        self.session = session
+        self.model_id = model_id
+        self.now = timezone.now()
+        self.gate = merge_cosine(model_id)
+
+    def run(self, pending: list[_Pending]) -> list[RememberResult]:
+        plain = [p for p in pending if not p.item.state_key]
+        exact = selectors.memories_by_norm_hash(
+            workspace=self.workspace, hashes=[p.norm_hash for p in plain]
+        )
+        neighbours = selectors.dedupe_neighbours(
+            workspace=self.workspace, vectors=[p.vector for p in plain], limit=DEDUPE_NEIGHBOURS
+        )
+        by_item = {id(p): n for p, n in zip(plain, neighbours, strict=True)}
+        created: list[Memory] = []
+        batch_rows: list[tuple[_Pending, Memory]] = []  # this batch's new rows, for in-batch folds
+        results: list[RememberResult | None] = []
+        for p in pending:
+            if p.item.state_key:
+                results.append(self._remember_state(p))
+                continue
+            match = self._find_fold(p, exact, by_item[id(p)], batch_rows)
+            if match is None:
+                memory = self._new_row(p)
+                created.append(memory)
+                batch_rows.append((p, memory))
+                results.append(RememberResult(outcome="created", memory=memory))
+            else:
+                results.append(match)
+        self._insert(created)
+        return [r for r in results if r is not None]
+
+    # -- deciding ---------------------------------------------------------
+
+    def _candidates(
+        self,
+        p: _Pending,
+        exact: dict[str, list[Memory]],
+        neighbours: list[tuple[Memory, float]],
+        batch_rows: list[tuple[_Pending, Memory]],
+    ) -> list[tuple[Memory, float]]:
+        seen: dict[int, tuple[Memory, float]] = {}
+        for memory in exact.get(p.norm_hash, []):
+            seen[id(memory)] = (memory, 1.0)
+        for memory, cosine in neighbours:
+            seen.setdefault(id(memory), (memory, cosine))
+        for other, memory in batch_rows:
+            cosine = float(np.dot(other.vector, p.vector))
+            seen.setdefault(id(memory), (memory, cosine))
+        return [
+            (m, c)
+            for m, c in seen.values()
+            if m.valid_to is None and m.compartment == p.item.compartment and not m.state_key
+        ]
+
+    def _find_fold(
+        self,
+        p: _Pending,
+        exact: dict[str, list[Memory]],
+        neighbours: list[tuple[Memory, float]],
+        batch_rows: list[tuple[_Pending, Memory]],
+    ) -> RememberResult | None:
+        candidates = self._candidates(p, exact, neighbours, batch_rows)
+        for memory, cosine in candidates:
+            if memory.norm_hash == p.norm_hash:
+                return self._strengthen(memory, p, cosine)
+        best: tuple[Memory, float, str] | None = None
+        for memory, cosine in sorted(candidates, key=lambda mc: -mc[1]):
+            if cosine < self.gate:
+                continue
+            existing = lexical.normalize(memory.text)
+            shorter, longer = sorted((existing, p.norm), key=len)
+            if len(shorter) < 12 or len(shorter) < DEDUPE_MIN_CONTAINED_SHARE * len(longer):
+                continue  # too small a part for containment to mean "the same fact"
+            if existing in p.norm:
+                best = (memory, cosine, "merge")
+                break
+            if p.norm in existing:
+                best = (memory, cosine, "strengthen")
+                break
+        if best is None:
+            return None
+        memory, cosine, kind = best
+        if kind == "strengthen":
+            return self._strengthen(memory, p, cosine)
+        return self._merge(memory, p, cosine)
+
+    # -- acting -----------------------------------------------------------
+
+    def _new_row(self, p: _Pending, **extra: Any) -> Memory:
+        fields: dict[str, Any] = {
+            "workspace": self.workspace,
+            "user": self.user,
+            "compartment": p.item.compartment,
+            "state_key": p.item.state_key,
+            "state_value": p.item.state_value,
+            "source": p.item.source,
+            "app": p.item.app,
+            "session": self.session,
+            "metadata": p.item.metadata,
+            "valid_from": p.item.created_at or self.now,
+            "created_at": p.item.created_at or self.now,
+            "last_accessed": p.item.created_at or self.now,
+        }
+        memory = Memory(**(fields | extra))
+        _set_text(memory, p.item.text, p.vector, self.model_id)
+        return memory
+
+    def _insert(self, rows: list[Memory]) -> None:
+        if rows:
+            Memory.objects.bulk_create(rows)
+            _update_term_stats(self.workspace, rows, [])
+
+    def _stronger_source(self, memory: Memory, p: _Pending) -> str:
+        return max(memory.source, p.item.source, key=lambda s: SOURCE_RANK.get(s, 0))
+
+    def _strengthen(self, memory: Memory, p: _Pending, cosine: float) -> RememberResult:
+        if memory.pk is None:  # an earlier row of this very batch, not yet inserted
+            memory.strength += 1
+            memory.source = self._stronger_source(memory, p)
+            return RememberResult(outcome="strengthened", memory=memory, similarity=cosine)
+        memory.strength += 1
+        memory.source = self._stronger_source(memory, p)
+        memory.last_accessed = self.now
+        Memory.objects.filter(pk=memory.pk).update(
+            strength=F("strength") + 1,
+            source=memory.source,
+            last_accessed=self.now,
+            updated_at=self.now,
+        )
+        event = DedupeEvent.objects.create(
+            workspace=self.workspace,
+            memory=memory,
+            kind=DedupeEvent.Kind.STRENGTHEN,
+            incoming_text=p.item.text,
+            similarity=cosine,
+            source=p.item.source,
+            app=p.item.app,
+        )
+        return RememberResult(outcome="strengthened", memory=memory, event=event, similarity=cosine)
+
+    def _merge(self, memory: Memory, p: _Pending, cosine: float) -> RememberResult:
+        if memory.pk is None:  # an earlier row of this batch: just take the longer text
+            _set_text(memory, p.item.text, p.vector, self.model_id)
+            memory.strength += 1
+            memory.source = self._stronger_source(memory, p)
+            return RememberResult(outcome="merged", memory=memory, similarity=cosine)
+        previous_text = memory.text
+        tombstone = Memory(
+            workspace=self.workspace,
+            user=memory.user,
+            text=previous_text,
+            norm_hash=memory.norm_hash,
+            embedding=memory.embedding,
+            embedding_model=memory.embedding_model,
+            lex=memory.lex,
+            lex_len=memory.lex_len,
+            compartment=memory.compartment,
+            source=memory.source,
+            app=memory.app,
+            session=memory.session,
+            strength=memory.strength,
+            access_count=memory.access_count,
+            last_accessed=memory.last_accessed,
+            valid_from=memory.valid_from,
+            valid_to=self.now,
+            superseded_by=memory,
+            created_at=memory.created_at,
+            metadata={"tombstone_of": memory.pk},
+        )
+        tombstone.save()
+        old_terms = Memory(lex=memory.lex, lex_len=memory.lex_len)
+        _set_text(memory, p.item.text, p.vector, self.model_id)
+        memory.strength += 1
+        memory.source = self._stronger_source(memory, p)
+        memory.valid_from = self.now
+        memory.last_accessed = self.now
+        memory.save()
+        # The tombstone keeps the old terms, the entry has the new ones.
+        _update_term_stats(self.workspace, [tombstone, memory], [old_terms])
+        event = DedupeEvent.objects.create(
+            workspace=self.workspace,
+            memory=memory,
+            kind=DedupeEvent.Kind.MERGE,
+            incoming_text=p.item.text,
+            previous_text=previous_text,
+            tombstone=tombstone,
+            similarity=cosine,
+            source=p.item.source,
+            app=p.item.app,
+        )
+        return RememberResult(outcome="merged", memory=memory, event=event, similarity=cosine)
+
+    def _remember_state(self, p: _Pending) -> RememberResult:
+        """A new value for a state key closes the current one; the same value strengthens it."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s, %s)",
+                [self.workspace.pk, _lock_key(p.item.state_key)],
+            )
+        current = (
+            Memory.objects.select_for_update()
+            .filter(workspace=self.workspace, state_key=p.item.state_key, valid_to__isnull=True)
+            .first()
+        )
+        if current is not None:
+            same_value = lexical.normalize(
+                current.state_value or current.text
+            ) == lexical.normalize(p.item.state_value or p.item.text)
+            if same_value and current.norm_hash == p.norm_hash:
+                return self._strengthen(current, p, 1.0)
+            Memory.objects.filter(pk=current.pk).update(valid_to=self.now)
+        memory = self._new_row(p)
+        self._insert([memory])
+        superseded: list[int] = []
+        if current is not None:
+            Memory.objects.filter(pk=current.pk).update(superseded_by=memory)
+            superseded.append(current.pk)
+        return RememberResult(outcome="created", memory=memory, superseded=superseded)
+
+
+# --- supersede, edit, forget -------------------------------------------------------
+
+
+def memory_supersede(
+    *,
+    workspace: Workspace,
+    memory: Memory,
+    by: Memory | None = None,
+    text: str | None = None,
+    user: User | None = None,
+    session: AgentSession | None = None,
+) -> Memory:
+    """Retire `memory` in favour of `by` (an existing entry) or a new text."""
+    if (by is None) == (text is None):
+        raise Invalid("Give either `by` (an id) or `text`, not both.", code="supersede_target")
+    if memory.valid_to is not None:
+        raise Conflict(f"Memory #{memory.pk} is already superseded.", code="already_superseded")
+    if by is not None:
+        if by.workspace_id != workspace.pk:
+            raise NotFound(f"No memory #{by.pk} in this workspace.", code="memory_not_found")
+        if by.pk == memory.pk:
+            raise Invalid("A memory cannot supersede itself.", code="supersede_self")
+        if by.valid_to is not None:
+            raise Conflict(f"Memory #{by.pk} is itself superseded.", code="already_superseded")
+    else:
+        item = memory_validate(
+            workspace=workspace,
+            item=RememberInput(
+                text=text or "", compartment=memory.compartment, source=Memory.Source.MODEL
+            ),
+        )
+        embedder = get_embedder()
+        vector = embedder.encode_one(item.text)
+    with transaction.atomic():
+        _workspace_lock(workspace)
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        if locked.valid_to is not None:
+            raise Conflict(f"Memory #{memory.pk} is already superseded.", code="already_superseded")
+        if by is None:
+            folder = _Folder(
+                workspace=workspace, user=user, session=session, model_id=embedder.model_id
+            )
+            by = folder._new_row(
+                _Pending(
+                    item=item,
+                    vector=vector,
+                    norm=lexical.normalize(item.text),
+                    norm_hash=lexical.norm_hash(item.text),
+                )
+            )
+            folder._insert([by])
+        elif _reaches(start=by, target=locked):
+            raise Conflict("That supersede would make a cycle.", code="supersede_cycle")
+        now = timezone.now()
+        if locked.state_key and not by.state_key:
+            # The successor takes over the state key, so the chain stays one chain.
+            Memory.objects.filter(pk=locked.pk).update(valid_to=now, superseded_by=by)
+            Memory.objects.filter(pk=by.pk).update(state_key=locked.state_key)
+            by.state_key = locked.state_key
+        else:
+            Memory.objects.filter(pk=locked.pk).update(
+                valid_to=max(now, locked.valid_from), superseded_by=by
+            )
+    memory.refresh_from_db()
+    return by
+
+
+def _reaches(*, start: Memory, target: Memory) -> bool:
+    """Does following `superseded_by` from `start` arrive at `target`?"""
+    seen = set()
+    current: Memory | None = start
+    while current is not None and current.pk not in seen:
+        if current.pk == target.pk:
+            return True
+        seen.add(current.pk)
+        current = current.superseded_by
+    return False
+
+
+def memory_update(
+    *, workspace: Workspace, memory: Memory, text: str | None = None, compartment: str | None = None
+) -> Memory:
+    """Edit an entry in place (a correction, not a new fact): re-embeds on new text."""
+    vector = None
+    if text is not None:
+        item = memory_validate(workspace=workspace, item=RememberInput(text=text))
+        text = item.text
+        vector = get_embedder().encode_one(text)
+    with transaction.atomic():
+        _workspace_lock(workspace)
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        if compartment is not None:
+            locked.compartment = compartment.strip().lower()[:64]
+        if text is not None and vector is not None and text != locked.text:
+            old = Memory(lex=locked.lex, lex_len=locked.lex_len)
+            _set_text(locked, text, vector, get_embedder().model_id)
+            _update_term_stats(workspace, [locked], [old])
+        locked.save()
+    return locked
+
+
+def memory_forget(*, workspace: Workspace, memory: Memory) -> None:
+    """Delete an entry for good. What it had superseded becomes current again."""
+    with transaction.atomic():
+        _workspace_lock(workspace)
+        locked = (
+            Memory.objects.select_for_update().filter(pk=memory.pk, workspace=workspace).first()
+        )
+        if locked is None:
+            raise NotFound(f"No memory #{memory.pk} in this workspace.", code="memory_not_found")
+        predecessors = list(Memory.objects.filter(superseded_by=locked).order_by("-valid_to"))
+        _update_term_stats(workspace, [], [locked])
+        was_current = locked.valid_to is None
+        locked.delete()
+        if was_current and predecessors:
+            # Reopen the latest predecessor (a state key keeps one current value).
+            latest = predecessors[0]
+            Memory.objects.filter(pk=latest.pk).update(valid_to=None, superseded_by=None)
+
+
+def memory_pin(*, memory: Memory, pinned: bool) -> Memory:
+    Memory.objects.filter(pk=memory.pk).update(pinned=pinned)
+    memory.pinned = pinned
+    return memory
+
+
+# --- consolidation ------------------------------------------------------------------
+
+
+def memory_consolidate(
+    *,
+    workspace: Workspace,
+    ids: Sequence[int],
+    conclusion: str,
+    compartment: str = "",
+    user: User | None = None,
+    session: AgentSession | None = None,
+    app: str = "",
+) -> Memory:
+    """A new entry resting on ≥ 2 existing ones; the originals stay as evidence."""
+    unique_ids = list(dict.fromkeys(ids))
+    if len(unique_ids) < 2:
+        raise Invalid("Consolidation needs at least two distinct memory ids.", code="too_few_ids")
+    evidence = list(Memory.objects.filter(workspace=workspace, pk__in=unique_ids))
+    missing = sorted(set(unique_ids) - {m.pk for m in evidence})
+    if missing:
+        raise NotFound(f"No memories {missing} in this workspace.", code="memory_not_found")
+    item = memory_validate(
+        workspace=workspace,
+        item=RememberInput(
+            text=conclusion, compartment=compartment, source=Memory.Source.CONSOLIDATION, app=app
+        ),
+    )
+    embedder = get_embedder()
+    vector = embedder.encode_one(item.text)
+    with transaction.atomic():
+        _workspace_lock(workspace)
+        folder = _Folder(
+            workspace=workspace, user=user, session=session, model_id=embedder.model_id
+        )
+        memory = folder._new_row(
+            _Pending(
+                item=item,
+                vector=vector,
+                norm=lexical.normalize(item.text),
+                norm_hash=lexical.norm_hash(item.text),
+            ),
+            metadata={"evidence_ids": unique_ids},
+        )
+        folder._insert([memory])
+        MemoryEvidence.objects.bulk_create(
+            [MemoryEvidence(conclusion=memory, evidence=e) for e in evidence]
+        )
+    return memory
+
+
+# --- cleanup ------------------------------------------------------------------------
+
+
+@dataclass
+class CleanupReport:
+    dry_run: bool
+    candidates: list[tuple[int, float, str]]
+    removed: int
+
+
+def memory_cleanup(
+    *, workspace: Workspace, dry_run: bool = True, now: datetime | None = None
+) -> CleanupReport:
+    """Remove entries whose retention fell below the workspace's thresholds.
+
+    Entries that are evidence of a consolidation are kept: abstraction never
+    destroys its material.
+    """
+    now = now or timezone.now()
+    found = selectors.memory_below_retention(workspace=workspace, now=now)
+    protected = set(
+        MemoryEvidence.objects.filter(evidence_id__in=[i for i, _, _ in found]).values_list(
+            "evidence_id", flat=True
+        )
+    )
+    candidates = [row for row in found if row[0] not in protected]
+    removed = 0
+    if not dry_run:
+        for memory in Memory.objects.filter(pk__in=[i for i, _, _ in candidates]):
+            memory_forget(workspace=workspace, memory=memory)
+            removed += 1
+    return CleanupReport(dry_run=dry_run, candidates=candidates, removed=removed)
+
+
+# --- dedupe undo ------------------------------------------------------------------------
+
+
+def dedupe_undo(*, workspace: Workspace, event: DedupeEvent, user: User | None = None) -> Memory:
+    """Reverse a strengthen or merge: the incoming text becomes its own entry."""
+    if event.undone_at is not None:
+        raise Conflict("This fold was undone already.", code="already_undone")
+    embedder = get_embedder()
+    incoming_vector = embedder.encode_one(event.incoming_text)
+    previous_vector = embedder.encode_one(event.previous_text) if event.previous_text else None
+    with transaction.atomic():
+        _workspace_lock(workspace)
+        memory = Memory.objects.select_for_update().get(pk=event.memory_id)
+        folder = _Folder(workspace=workspace, user=user, session=None, model_id=embedder.model_id)
+        if event.kind == DedupeEvent.Kind.MERGE and previous_vector is not None:
+            old = Memory(lex=memory.lex, lex_len=memory.lex_len)
+            _set_text(memory, event.previous_text, previous_vector, embedder.model_id)
+            memory.strength = max(1.0, memory.strength - 1)
+            memory.save()
+            _update_term_stats(workspace, [memory], [old])
+            if event.tombstone_id:
+                tomb = Memory.objects.filter(pk=event.tombstone_id).first()
+                if tomb is not None:
+                    _update_term_stats(workspace, [], [tomb])
+                    tomb.delete()
+        else:
+            Memory.objects.filter(pk=memory.pk).update(strength=max(1.0, memory.strength - 1))
+        item = RememberInput(
+            text=event.incoming_text,
+            compartment=memory.compartment,
+            source=event.source or "model",
+            app=event.app,
+        )
+        restored = folder._new_row(
+            _Pending(
+                item=item,
+                vector=incoming_vector,
+                norm=lexical.normalize(item.text),
+                norm_hash=lexical.norm_hash(item.text),
+            )
+        )
+        folder._insert([restored])
+        event.undone_at = timezone.now()
+        event.save(update_fields=["undone_at"])
+    return restored
+
+
+# --- rehearsal and the ledger ----------------------------------------------------------
+
+
+def memory_rehearse(*, ids: Sequence[int], now: datetime | None = None) -> None:
+    """The entries a recall returned were just used: they fade more slowly."""
+    if ids:
+        Memory.objects.filter(pk__in=list(ids)).update(
+            access_count=F("access_count") + 1, last_accessed=now or timezone.now()
+        )
+
+
+def ledger_record(
+    *, workspace: Workspace, session: AgentSession | None, memory_ids: Sequence[int], kind: str
+) -> None:
+    """Write ledger marks. `injected` always; a use only for ids injected into that session before."""
+    if session is None or not memory_ids:
+        return
+    ids = list(dict.fromkeys(int(i) for i in memory_ids))
+    if kind != InjectionEvent.Kind.INJECTED:
+        injected = set(
+            InjectionEvent.objects.filter(
+                session=session, memory_id__in=ids, kind=InjectionEvent.Kind.INJECTED
+            ).values_list("memory_id", flat=True)
+        )
+        ids = [i for i in ids if i in injected]
+    now = timezone.now()
+    InjectionEvent.objects.bulk_create(
+        [
+            InjectionEvent(workspace=workspace, session=session, memory_id=i, kind=kind, at=now)
+            for i in ids
+        ]
+    )
