@@ -245,6 +245,34 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- bench -------------------------------------------------------------------
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+
+    setup_django()
+    migrate(verbosity=0)
+    from memories.bench import run
+
+    what = args.what
+    results = []
+    if what in ("quality", "all"):
+        result = run.bench_quality(size=args.size or 20000, queries_per_kind=args.queries // 4 or 50)
+        say(run.format_quality(result))
+        results.append(result)
+    if what in ("recall", "all"):
+        result = run.bench_recall(size=args.size or 100000, queries=args.queries)
+        results.append(result)
+    if what in ("import", "all"):
+        results.append(run.bench_import(count=args.count))
+    if what in ("dedupe", "all"):
+        results.append(run.bench_dedupe(size=args.size or 20000, sample=args.sample))
+    for result in results:
+        print(json.dumps(result, indent=2, default=str), flush=True)
+    return 0
+
+
 # --- entry point -------------------------------------------------------------
 
 
@@ -288,6 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--scope", choices=["read", "write", "admin"], default="write")
     ck.add_argument("--name")
     ck.set_defaults(func=cmd_createkey)
+    bench = sub.add_parser("bench", help="measure speed and recall quality (see README, Performance)")
+    bench.add_argument("what", choices=["quality", "recall", "import", "dedupe", "all"])
+    bench.add_argument("--size", type=int, help="memories in the bench workspace")
+    bench.add_argument("--queries", type=int, default=400, help="labelled queries (quality) or recalls timed")
+    bench.add_argument("--count", type=int, default=2000, help="texts for the import bench")
+    bench.add_argument("--sample", type=int, default=2000, help="texts re-recalled by the dedupe bench")
+    bench.set_defaults(func=cmd_bench)
     return parser
 
 

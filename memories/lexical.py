@@ -106,6 +106,7 @@ def term_frequencies(text: str) -> tuple[dict[str, int], int]:
 class Query:
     terms: list[str]  # distinct, in order of first appearance
     identifiers: list[str]  # identifier-like chunks in their original case
+    identifier_share: float = 0.0  # of the query's chunks, how many are identifiers
 
     @property
     def is_empty(self) -> bool:
@@ -117,13 +118,15 @@ def parse_query(text: str) -> Query:
     text = unicodedata.normalize("NFKC", text)
     seen: dict[str, None] = {}
     identifiers: list[str] = []
-    for chunk in _CHUNK.findall(text):
+    chunks = _CHUNK.findall(text)
+    for chunk in chunks:
         for term in _chunk_terms(chunk, cjk_unigrams=False):
             if len(term) <= MAX_TERM_LENGTH:
                 seen.setdefault(term, None)
         if not _is_cjk(chunk) and looks_like_identifier(chunk) and len(chunk) >= 3:
             identifiers.append(chunk)
-    return Query(terms=list(seen), identifiers=identifiers)
+    share = len(identifiers) / len(chunks) if chunks else 0.0
+    return Query(terms=list(seen), identifiers=identifiers, identifier_share=share)
 
 
 def idf(df: int, n_docs: int) -> float:

@@ -8,6 +8,7 @@ the ORM would not do.
 from __future__ import annotations
 
 from collections.abc import Sequence
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -215,9 +216,10 @@ def lexical_arm(
             break
         selected.append(term)
         postings += stats.df[term]
+    # An identifier counts as present in its exact case only as a whole
+    # token: not inside a longer word, though a sentence's full stop may follow.
     patterns = [
-        "%" + ident.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        for ident in query.identifiers
+        r"(^|[^\w.:/+-])" + re.escape(ident) + r"([^\w:/+-]|[.:/+-](?!\w)|$)" for ident in query.identifiers
     ]
     params: dict[str, Any] = {
         "ws": workspace.pk,
@@ -240,7 +242,7 @@ def lexical_arm(
                SUM(q.idf * (t.tf * (%(k1)s + 1))
                    / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * m.lex_len / %(avgdl)s))) AS bm25,
                SUM(q.idf) AS matched_idf,
-               bool_or(%(has_patterns)s AND m.text LIKE ANY(%(patterns)s)) AS exact_case
+               bool_or(%(has_patterns)s AND m.text ~ ANY(%(patterns)s)) AS exact_case
         FROM memories_memory m
         CROSS JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
         CROSS JOIN LATERAL (SELECT (m.lex ->> q.term)::float8 AS tf) t
@@ -336,13 +338,16 @@ def fuse(
     if best_bm25 <= 0:
         weight, reason = 0.0, "no lexical match"
     else:
-        slide = min(max((best_coverage - 0.45) / 0.45, 0.0), 1.0)
-        weight = 0.2 + 0.65 * slide
+        slide = min(max((best_coverage - 0.5) / 0.4, 0.0), 1.0)
+        weight = 0.1 + 0.8 * slide
         reason = f"best lexical coverage {best_coverage:.2f}"
-        if query.identifiers and any(h.exact_case for h in lexical_result.hits):
+        if query.identifier_share >= 0.5 and any(h.exact_case for h in lexical_result.hits):
             weight = max(weight, 0.7)
-            reason += ", exact identifier"
+            reason += ", identifier query"
 
+    # A query that is all identifier gets its exact-case matches ranked above
+    # every case-folded one; an identifier inside prose only nudges.
+    exact_bonus = 0.1 + 0.5 * query.identifier_share
     cos_values = [cosines.get(i, 0.0) for i in ids]
     cos_hi, cos_lo = max(cos_values), min(cos_values)
     spread = max(cos_hi - cos_lo, 1e-6)
@@ -354,7 +359,7 @@ def fuse(
         lexical_part = (hit.bm25 / best_bm25) if hit and best_bm25 > 0 else 0.0
         score = weight * lexical_part + (1 - weight) * dense_part
         if hit and hit.exact_case:
-            score += 0.15
+            score += exact_bonus
         rrf = 1 / (RRF_K + dense_rank.get(i, 1000)) + 1 / (RRF_K + lexical_rank.get(i, 1000))
         score += rrf
         scored.append(

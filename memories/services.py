@@ -305,10 +305,11 @@ class _Folder:
             shorter, longer = sorted((existing, p.norm), key=len)
             if len(shorter) < 12 or len(shorter) < DEDUPE_MIN_CONTAINED_SHARE * len(longer):
                 continue  # too small a part for containment to mean "the same fact"
-            if existing in p.norm:
+            # Whole words only: "foo bar" is not inside "libfoo bar".
+            if f" {existing} " in f" {p.norm} ":
                 best = (memory, cosine, "merge")
                 break
-            if p.norm in existing:
+            if f" {p.norm} " in f" {existing} ":
                 best = (memory, cosine, "strengthen")
                 break
         if best is None:

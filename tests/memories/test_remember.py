@@ -141,3 +141,9 @@ def test_undoing_a_merge_restores_both_texts(acme):
         "The cache TTL is configured in settings.py under CACHE_TTL_SECONDS.",
     }
     assert restored.pk != first.memory.pk
+
+
+def test_containment_counts_whole_words_only(acme):
+    remember(acme, "foo: parses configuration files quickly")
+    other = remember(acme, "libfoo: parses configuration files quickly and safely")
+    assert other.outcome == "created"

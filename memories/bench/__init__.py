@@ -1,0 +1,1 @@
+"""`memflow bench`: speed and quality of the memory engine, measured here."""

@@ -1,0 +1,360 @@
+"""The benches behind `memflow bench`: quality, recall latency, import, dedupe.
+
+Each returns a plain dict of figures (what the CLI prints and the README
+quotes) and reports progress on stderr as it goes.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import connection
+
+from contexts.models import Membership, Workspace
+from memories import lexical, selectors, services
+from memories.bench.corpus import Corpus, Doc, LabelledQuery, load_corpus
+from memories.bench.vectors import VectorCache
+from memories.embeddings import get_embedder
+from memories.models import Memory
+
+KINDS = ("paraphrase", "identifier", "identifier_case", "fragment")
+METHODS = ("dense", "lexical", "rrf", "memflow")
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def progress_printer(label: str) -> Callable[[int, int, float], None]:
+    last = [0.0]
+
+    def show(done: int, total: int, elapsed: float) -> None:
+        if time.monotonic() - last[0] < 2 and done < total:
+            return
+        last[0] = time.monotonic()
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = (total - done) / rate if rate > 0 else 0.0
+        say(f"  {label}: {done:,}/{total:,} ({rate:,.0f}/s, {eta:,.0f}s left)")
+
+    return show
+
+
+def machine() -> dict[str, Any]:
+    import os
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        pg = cursor.fetchone()[0]
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "postgres": pg,
+        "platform": platform.platform(),
+    }
+
+
+def data_dir() -> Path:
+    return Path(settings.MEMFLOW_DATA_DIR)
+
+
+def vector_cache() -> VectorCache:
+    return VectorCache(data_dir() / "bench", get_embedder())
+
+
+# --- loading a bench workspace ---------------------------------------------------------
+
+
+def bench_workspace(name: str) -> tuple[Workspace, bool]:
+    """The workspace a bench fills; (workspace, is_new)."""
+    user, _ = User.objects.get_or_create(username="memflow-bench", defaults={"is_active": False})
+    workspace = Workspace.objects.filter(slug=name).first()
+    if workspace is not None:
+        return workspace, False
+    workspace = Workspace.objects.create(slug=name, name=f"bench {name}", created_by=user)
+    Membership.objects.create(user=user, workspace=workspace, role=Membership.Role.OWNER)
+    return workspace, True
+
+
+def load_docs(
+    workspace: Workspace, docs: Sequence[Doc], vectors: np.ndarray, *, batch: int = 256
+) -> tuple[dict[str, int], dict[str, str]]:
+    """Remember `docs` through the real bulk path; returns outcome counts and doc key → memory id."""
+    counts: dict[str, int] = defaultdict(int)
+    ids: dict[str, str] = {}
+    show = progress_printer("remember")
+    started = time.monotonic()
+    for start in range(0, len(docs), batch):
+        chunk = docs[start : start + batch]
+        results = services.memory_remember_bulk(
+            workspace=workspace,
+            items=[services.RememberInput(text=d.text, source="import", metadata={"bench_key": d.key}) for d in chunk],
+            vectors=vectors[start : start + batch],
+        )
+        for doc, result in zip(chunk, results, strict=True):
+            counts[result.outcome] += 1
+            ids[doc.key] = str(result.memory.pk)
+        show(start + len(chunk), len(docs), time.monotonic() - started)
+    return dict(counts), ids
+
+
+def ensure_loaded(corpus: Corpus, name: str) -> tuple[Workspace, dict[str, int], dict[int, str]]:
+    """A workspace holding the corpus (reused when already complete); memory id → doc key."""
+    workspace, new = bench_workspace(f"{name}-{corpus.digest()}")
+    counts: dict[str, int] = {}
+    if new or Memory.objects.filter(workspace=workspace).count() == 0:
+        say(f"embedding {len(corpus.docs):,} texts (cached on disk after the first run)…")
+        vectors = vector_cache().get([d.text for d in corpus.docs], progress=progress_printer("embed"))
+        say(f"loading {len(corpus.docs):,} memories into workspace {workspace.slug}…")
+        counts, _ = load_docs(workspace, corpus.docs, vectors)
+    id_to_key = {
+        int(pk): key
+        for pk, key in Memory.objects.filter(workspace=workspace, valid_to__isnull=True).values_list(
+            "pk", "metadata__bench_key"
+        )
+    }
+    return workspace, counts, id_to_key
+
+
+# --- quality ----------------------------------------------------------------------------
+
+
+@dataclass
+class Ranking:
+    ids: list[int]
+
+
+def rrf(dense: list[int], lexical_ids: list[int], k: int = 60) -> list[int]:
+    scores: dict[int, float] = defaultdict(float)
+    for rank, i in enumerate(dense):
+        scores[i] += 1 / (k + rank + 1)
+    for rank, i in enumerate(lexical_ids):
+        scores[i] += 1 / (k + rank + 1)
+    return sorted(scores, key=lambda i: (-scores[i], -i))
+
+
+def rank_all(workspace: Workspace, query: LabelledQuery, vector: np.ndarray) -> dict[str, list[int]]:
+    filters = selectors.MemoryFilters()
+    dense = [i for i, _ in selectors.dense_arm(workspace=workspace, vector=vector, filters=filters)]
+    lexical_hits = selectors.lexical_arm(workspace=workspace, query=lexical.parse_query(query.query), filters=filters)
+    lexical_ids = [h.id for h in lexical_hits.hits]
+    fused = selectors.memory_recall(workspace=workspace, query=query.query, k=10, vector=vector).hits
+    return {
+        "dense": dense[:10],
+        "lexical": lexical_ids[:10],
+        "rrf": rrf(dense, lexical_ids)[:10],
+        "memflow": [int(h.memory.pk) for h in fused],
+    }
+
+
+def score_rankings(rankings: list[tuple[LabelledQuery, dict[str, list[int]]]], id_to_key: dict[int, str]) -> dict[str, Any]:
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for kind in (*KINDS, "overall"):
+        chosen = [(q, r) for q, r in rankings if kind == "overall" or q.kind == kind]
+        if not chosen:
+            continue
+        table[kind] = {}
+        for method in METHODS:
+            hits = {1: 0, 5: 0, 10: 0}
+            mrr = 0.0
+            for query, ranked in chosen:
+                keys = [id_to_key.get(i) for i in ranked[method]]
+                positions = [n for n, key in enumerate(keys) if key in query.answers]
+                first = positions[0] if positions else None
+                for cut in hits:
+                    hits[cut] += first is not None and first < cut
+                mrr += 1 / (first + 1) if first is not None else 0.0
+            n = len(chosen)
+            table[kind][method] = {
+                "r@1": round(hits[1] / n, 3),
+                "r@5": round(hits[5] / n, 3),
+                "r@10": round(hits[10] / n, 3),
+                "mrr@10": round(mrr / n, 3),
+                "n": n,
+            }
+    return table
+
+
+def bench_quality(*, size: int, queries_per_kind: int) -> dict[str, Any]:
+    say(f"building a labelled corpus of {size:,} Debian package descriptions…")
+    corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind)
+    workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-q{size}")
+    cache = vector_cache()
+    vectors = cache.get([q.query for q in corpus.queries], progress=progress_printer("embed queries"))
+    rankings = []
+    show = progress_printer("queries")
+    started = time.monotonic()
+    for n, (query, vector) in enumerate(zip(corpus.queries, vectors, strict=True)):
+        rankings.append((query, rank_all(workspace, query, vector)))
+        show(n + 1, len(corpus.queries), time.monotonic() - started)
+    return {
+        "bench": "quality",
+        "size": len(corpus.docs),
+        "load_outcomes": counts,
+        "queries": len(corpus.queries),
+        "table": score_rankings(rankings, id_to_key),
+        "machine": machine(),
+    }
+
+
+def format_quality(result: dict[str, Any]) -> str:
+    lines = [f"recall quality over {result['size']:,} memories, {result['queries']} labelled queries"]
+    lines.append(f"{'kind':<16}{'method':<9}{'r@1':>7}{'r@5':>7}{'r@10':>7}{'mrr@10':>8}{'n':>6}")
+    for kind, methods in result["table"].items():
+        for method, row in methods.items():
+            lines.append(
+                f"{kind:<16}{method:<9}{row['r@1']:>7.3f}{row['r@5']:>7.3f}{row['r@10']:>7.3f}{row['mrr@10']:>8.3f}{row['n']:>6}"
+            )
+    return "\n".join(lines)
+
+
+# --- recall latency ---------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def bench_recall(*, size: int, queries: int) -> dict[str, Any]:
+    say(f"building a corpus of {size:,} memories…")
+    corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(queries // 4, 1))
+    workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-r{size}")
+    embedder = get_embedder()
+    texts = [q.query for q in corpus.queries][:queries]
+    cache = vector_cache()
+    vectors = cache.get(texts)
+    # Warm up: plans, caches, the model.
+    for text, vector in list(zip(texts, vectors, strict=True))[:20]:
+        selectors.memory_recall(workspace=workspace, query=text, k=10, vector=vector)
+    without, with_embedding, embed_only = [], [], []
+    show = progress_printer("recalls")
+    started = time.monotonic()
+    for n, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+        t0 = time.perf_counter()
+        selectors.memory_recall(workspace=workspace, query=text, k=10, vector=vector)
+        without.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        query_vector = embedder.encode_one(text)
+        embed_only.append((time.perf_counter() - t0) * 1000)
+        selectors.memory_recall(workspace=workspace, query=text, k=10, vector=query_vector)
+        with_embedding.append((time.perf_counter() - t0) * 1000)
+        show(n + 1, len(texts), time.monotonic() - started)
+
+    def summary(values: list[float]) -> dict[str, float]:
+        return {
+            "p50_ms": round(statistics.median(values), 2),
+            "p95_ms": round(percentile(values, 95), 2),
+            "p99_ms": round(percentile(values, 99), 2),
+            "mean_ms": round(statistics.fmean(values), 2),
+        }
+
+    return {
+        "bench": "recall",
+        "size": Memory.objects.filter(workspace=workspace, valid_to__isnull=True).count(),
+        "queries": len(texts),
+        "excluding_embedding": summary(without),
+        "including_embedding": summary(with_embedding),
+        "query_embedding": summary(embed_only),
+        "load_outcomes": counts,
+        "machine": machine(),
+    }
+
+
+# --- import throughput ----------------------------------------------------------------------
+
+
+def bench_import(*, count: int, batch: int = 64) -> dict[str, Any]:
+    """Raw sentence-transformers encode vs memflow's bulk remember, same texts, same run."""
+    corpus = load_corpus(data_dir(), size=count, queries_per_kind=1)
+    texts = [d.text for d in corpus.docs]
+    embedder = get_embedder()
+    embedder.encode(texts[:64])  # warm up
+    say(f"raw encode of {len(texts):,} texts…")
+    t0 = time.perf_counter()
+    for start in range(0, len(texts), batch):
+        embedder.encode(texts[start : start + batch], batch_size=batch)
+    raw_seconds = time.perf_counter() - t0
+    workspace, _ = bench_workspace(f"bench-import-{int(time.time())}")
+    say(f"memflow bulk remember of the same {len(texts):,} texts…")
+    t0 = time.perf_counter()
+    outcomes: dict[str, int] = defaultdict(int)
+    for start in range(0, len(texts), batch):
+        results = services.memory_remember_bulk(
+            workspace=workspace,
+            items=[services.RememberInput(text=t, source="import") for t in texts[start : start + batch]],
+        )
+        for r in results:
+            outcomes[r.outcome] += 1
+    memflow_seconds = time.perf_counter() - t0
+    workspace.delete()
+    raw_rate = len(texts) / raw_seconds
+    memflow_rate = len(texts) / memflow_seconds
+    return {
+        "bench": "import",
+        "texts": len(texts),
+        "raw_encode_per_s": round(raw_rate, 1),
+        "memflow_remember_per_s": round(memflow_rate, 1),
+        "ratio": round(memflow_rate / raw_rate, 3),
+        "outcomes": dict(outcomes),
+        "machine": machine(),
+    }
+
+
+# --- dedupe: distinct facts kept, true duplicates folded ------------------------------------------
+
+
+def bench_dedupe(*, size: int, sample: int) -> dict[str, Any]:
+    corpus = load_corpus(data_dir(), size=size, queries_per_kind=1)
+    workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-d{size}")
+    key_to_id = {key: pk for pk, key in id_to_key.items()}
+    import random
+
+    rng = random.Random(11)
+    picked = rng.sample(corpus.docs, min(sample, len(corpus.docs)))
+    cache = vector_cache()
+    vectors = cache.get([d.text for d in picked], progress=progress_printer("embed sample"))
+    retrievable = 0
+    texts = dict(Memory.objects.filter(workspace=workspace, valid_to__isnull=True).values_list("pk", "text"))
+    show = progress_printer("self-recall")
+    started = time.monotonic()
+    for n, (doc, vector) in enumerate(zip(picked, vectors, strict=True)):
+        hits = selectors.memory_recall(workspace=workspace, query=doc.text, k=5, vector=vector).hits
+        needle = f" {lexical.normalize(doc.text)} "
+        if any(needle in f" {lexical.normalize(texts.get(int(h.memory.pk), ''))} " for h in hits):
+            retrievable += 1
+        show(n + 1, len(picked), time.monotonic() - started)
+    # True duplicates: re-sent, re-cased/re-spaced, and extended restatements.
+    variants = []
+    for doc in picked[:200]:
+        variants.append(("resent", doc, doc.text))
+        variants.append(("reworded", doc, "  " + doc.text.upper().replace(" ", "  ") + " "))
+        variants.append(("extended", doc, doc.text + " It is also what our build uses."))
+    folded: dict[str, int] = defaultdict(int)
+    total: dict[str, int] = defaultdict(int)
+    for kind, doc, text in variants:
+        result = services.memory_remember(workspace=workspace, item=services.RememberInput(text=text, source="import"))
+        total[kind] += 1
+        folded[kind] += result.outcome != "created" and result.memory.pk == key_to_id.get(doc.key)
+    return {
+        "bench": "dedupe",
+        "size": len(corpus.docs),
+        "load_outcomes": counts,
+        "kept_distinct": counts.get("created", 0),
+        "kept_share": round(counts.get("created", 0) / len(corpus.docs), 4) if counts else None,
+        "self_recall_sample": len(picked),
+        "self_recall_at_5": round(retrievable / len(picked), 4),
+        "true_duplicates_folded": {k: f"{folded[k]}/{total[k]}" for k in total},
+        "machine": machine(),
+    }
