@@ -145,9 +145,7 @@ class KeyOutput(serializers.Serializer):
     name = serializers.CharField()
     prefix = serializers.CharField()
     scope = serializers.CharField()
-    workspace = serializers.SlugRelatedField[Workspace](
-        slug_field="slug", read_only=True, allow_null=True
-    )
+    workspace = serializers.CharField(source="workspace.slug", allow_null=True, default=None)
     created_at = serializers.DateTimeField()
     last_used_at = serializers.DateTimeField(allow_null=True)
     revoked_at = serializers.DateTimeField(allow_null=True)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -17,3 +18,15 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API key from `memflow createkey` or the dashboard's API keys page.",
         }
+
+
+class MemflowAutoSchema(AutoSchema):
+    """Names nested serializers after their view: `MemoryBulkApi.InputSerializer`
+    becomes the component `MemoryBulkApiInput`, so the many `InputSerializer`s
+    of the house style never collide in the schema."""
+
+    def get_serializer_name(self, serializer: Any, direction: Literal["request", "response"]) -> str:
+        qualname = type(serializer).__qualname__
+        if "." in qualname:
+            return qualname.replace(".", "").replace("Serializer", "")
+        return super().get_serializer_name(serializer, direction)

@@ -258,7 +258,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     what = args.what
     results = []
     if what in ("quality", "all"):
-        result = run.bench_quality(size=args.size or 20000, queries_per_kind=args.queries // 4 or 50)
+        result = run.bench_quality(
+            size=args.size or 20000, queries_per_kind=args.queries // 4 or 50
+        )
         say(run.format_quality(result))
         results.append(result)
     if what in ("recall", "all"):
@@ -316,12 +318,18 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--scope", choices=["read", "write", "admin"], default="write")
     ck.add_argument("--name")
     ck.set_defaults(func=cmd_createkey)
-    bench = sub.add_parser("bench", help="measure speed and recall quality (see README, Performance)")
+    bench = sub.add_parser(
+        "bench", help="measure speed and recall quality (see README, Performance)"
+    )
     bench.add_argument("what", choices=["quality", "recall", "import", "dedupe", "all"])
     bench.add_argument("--size", type=int, help="memories in the bench workspace")
-    bench.add_argument("--queries", type=int, default=400, help="labelled queries (quality) or recalls timed")
+    bench.add_argument(
+        "--queries", type=int, default=400, help="labelled queries (quality) or recalls timed"
+    )
     bench.add_argument("--count", type=int, default=2000, help="texts for the import bench")
-    bench.add_argument("--sample", type=int, default=2000, help="texts re-recalled by the dedupe bench")
+    bench.add_argument(
+        "--sample", type=int, default=2000, help="texts re-recalled by the dedupe bench"
+    )
     bench.set_defaults(func=cmd_bench)
     return parser
 

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -583,7 +584,9 @@ class ConflictsApi(MemoryApiView):
         threshold = serializers.FloatField(min_value=0.5, max_value=1.0, default=0.92)
         limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
 
-    @extend_schema(operation_id="memory_conflicts", parameters=[Params])
+    @extend_schema(
+        operation_id="memory_conflicts", parameters=[Params], responses=OpenApiTypes.OBJECT
+    )
     def get(self, request: Request, slug: str) -> Response:
         params = self.Params(data=request.query_params)
         params.is_valid(raise_exception=True)
@@ -605,7 +608,7 @@ class ConflictsApi(MemoryApiView):
 
 
 class InsightsApi(MemoryApiView):
-    @extend_schema(operation_id="memory_insights")
+    @extend_schema(operation_id="memory_insights", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
         now = timezone.now()
         conflicts = selectors.memory_conflicts(workspace=self.workspace, limit=20)
@@ -631,7 +634,9 @@ class CleanupApi(MemoryApiView):
     class InputSerializer(serializers.Serializer):
         dry_run = serializers.BooleanField(default=True)
 
-    @extend_schema(operation_id="memory_cleanup", request=InputSerializer)
+    @extend_schema(
+        operation_id="memory_cleanup", request=InputSerializer, responses=OpenApiTypes.OBJECT
+    )
     def post(self, request: Request, slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -655,7 +660,9 @@ class SessionPackApi(MemoryApiView):
         minutes = serializers.IntegerField(min_value=1, max_value=60 * 24 * 365, default=180)
         chars = serializers.IntegerField(min_value=80, max_value=4000, default=400)
 
-    @extend_schema(operation_id="memory_session_pack", parameters=[Params])
+    @extend_schema(
+        operation_id="memory_session_pack", parameters=[Params], responses=OpenApiTypes.OBJECT
+    )
     def get(self, request: Request, slug: str) -> Response:
         params = self.Params(data=request.query_params)
         params.is_valid(raise_exception=True)
@@ -681,7 +688,7 @@ class SessionPackApi(MemoryApiView):
 
 
 class StatsApi(MemoryApiView):
-    @extend_schema(operation_id="memory_stats")
+    @extend_schema(operation_id="memory_stats", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
         return Response(selectors.memory_stats(workspace=self.workspace))
 
@@ -698,7 +705,9 @@ class LedgerApi(MemoryApiView):
             choices=InjectionEvent.Kind.choices, default=InjectionEvent.Kind.INJECTED
         )
 
-    @extend_schema(operation_id="ledger_summary", parameters=[Params])
+    @extend_schema(
+        operation_id="ledger_summary", parameters=[Params], responses=OpenApiTypes.OBJECT
+    )
     def get(self, request: Request, slug: str) -> Response:
         params = self.Params(data=request.query_params)
         params.is_valid(raise_exception=True)
@@ -729,7 +738,7 @@ class LedgerApi(MemoryApiView):
 
 
 class DedupeEventListApi(MemoryApiView):
-    @extend_schema(operation_id="dedupe_event_list")
+    @extend_schema(operation_id="dedupe_event_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
         events = DedupeEvent.objects.filter(workspace=self.workspace).order_by("-created_at")[:200]
         return Response(

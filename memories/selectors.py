@@ -7,8 +7,8 @@ the ORM would not do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -219,7 +219,8 @@ def lexical_arm(
     # An identifier counts as present in its exact case only as a whole
     # token: not inside a longer word, though a sentence's full stop may follow.
     patterns = [
-        r"(^|[^\w.:/+-])" + re.escape(ident) + r"([^\w:/+-]|[.:/+-](?!\w)|$)" for ident in query.identifiers
+        r"(^|[^\w.:/+-])" + re.escape(ident) + r"([^\w:/+-]|[.:/+-](?!\w)|$)"
+        for ident in query.identifiers
     ]
     params: dict[str, Any] = {
         "ws": workspace.pk,

@@ -3,7 +3,7 @@
 Every Debian machine can fetch them with its ordinary apt client; the bench
 does so into a private lists folder (`apt-get update -o Dir::State::Lists=…`)
 and never touches the system's own lists. Each package gives a memory of
-10–80 words (`package: description`), and the labelled queries come from
+10-80 words (`package: description`), and the labelled queries come from
 the same records:
 
 - paraphrase: the package's one-line synopsis, which describes it in other
@@ -78,10 +78,15 @@ def fetch_translations(data_dir: Path, language: str = "en") -> list[Path]:
     if not found:
         subprocess.run(
             [
-                "apt-get", "update", "-qq",
-                "-o", f"Dir::State::Lists={target}",
-                "-o", f"Acquire::Languages={language}",
-                "-o", "Acquire::IndexTargets::deb::Translations::DefaultEnabled=true",
+                "apt-get",
+                "update",
+                "-qq",
+                "-o",
+                f"Dir::State::Lists={target}",
+                "-o",
+                f"Acquire::Languages={language}",
+                "-o",
+                "Acquire::IndexTargets::deb::Translations::DefaultEnabled=true",
             ],
             check=True,
         )
@@ -94,7 +99,10 @@ def fetch_translations(data_dir: Path, language: str = "en") -> list[Path]:
 def _read_index(path: Path) -> str:
     # apt-helper decompresses whatever apt stored (lz4, xz, gz, none).
     return subprocess.run(
-        ["/usr/lib/apt/apt-helper", "cat-file", str(path)], check=True, capture_output=True, text=True
+        ["/usr/lib/apt/apt-helper", "cat-file", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
 
 
@@ -140,7 +148,7 @@ def _clip_words(text: str, limit: int = 80) -> str:
 
 
 def build_docs(packages: list[Package], *, per_package: int = 1, min_words: int = 10) -> list[Doc]:
-    """Distinct memories of 10–80 words, `per_package` paragraphs each at most."""
+    """Distinct memories of 10-80 words, `per_package` paragraphs each at most."""
     docs: list[Doc] = []
     seen: set[str] = set()
     for package in packages:
@@ -156,7 +164,9 @@ def build_docs(packages: list[Package], *, per_package: int = 1, min_words: int 
                 continue
             seen.add(norm)
             key = package.name if number == 0 else f"{package.name}#{number}"
-            docs.append(Doc(key=key, text=text, package=package.name, synopsis=package.synopsis, body=body))
+            docs.append(
+                Doc(key=key, text=text, package=package.name, synopsis=package.synopsis, body=body)
+            )
     return docs
 
 
@@ -194,7 +204,9 @@ def build_queries(docs: list[Doc], *, per_kind: int, seed: int = 7) -> list[Labe
             queries.append(LabelledQuery("paraphrase", doc.synopsis, {key}))
             counts["paraphrase"] += 1
         # identifier: a rare identifier-like token (not only the package name)
-        tokens = [t for t in _IDENT.findall(doc.body) if lexical.looks_like_identifier(t) and len(t) >= 4]
+        tokens = [
+            t for t in _IDENT.findall(doc.body) if lexical.looks_like_identifier(t) and len(t) >= 4
+        ]
         unique = [t for t in tokens if len(folded[t.lower()]) == 1]
         if counts["identifier"] < per_kind:
             choice = rng.choice(unique) if unique else doc.package
@@ -207,7 +219,9 @@ def build_queries(docs: list[Doc], *, per_kind: int, seed: int = 7) -> list[Labe
             for t in tokens
             if len(exact[t]) == 1
             and len(folded[t.lower()]) > 1
-            and not (t.isalpha() and (t.isupper() or t.istitle()))  # a shouted or capitalised word is no identifier
+            and not (
+                t.isalpha() and (t.isupper() or t.istitle())
+            )  # a shouted or capitalised word is no identifier
         ]
         if counts["identifier_case"] < per_kind and cased:
             choice = rng.choice(cased)
@@ -223,7 +237,10 @@ def build_queries(docs: list[Doc], *, per_kind: int, seed: int = 7) -> list[Labe
             if len(answers) <= 3:
                 queries.append(LabelledQuery("fragment", fragment, answers))
                 counts["fragment"] += 1
-        if all(counts[k] >= per_kind for k in ("paraphrase", "identifier", "identifier_case", "fragment")):
+        if all(
+            counts[k] >= per_kind
+            for k in ("paraphrase", "identifier", "identifier_case", "fragment")
+        ):
             break
     return queries
 

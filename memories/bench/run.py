@@ -98,7 +98,10 @@ def load_docs(
         chunk = docs[start : start + batch]
         results = services.memory_remember_bulk(
             workspace=workspace,
-            items=[services.RememberInput(text=d.text, source="import", metadata={"bench_key": d.key}) for d in chunk],
+            items=[
+                services.RememberInput(text=d.text, source="import", metadata={"bench_key": d.key})
+                for d in chunk
+            ],
             vectors=vectors[start : start + batch],
         )
         for doc, result in zip(chunk, results, strict=True):
@@ -114,14 +117,16 @@ def ensure_loaded(corpus: Corpus, name: str) -> tuple[Workspace, dict[str, int],
     counts: dict[str, int] = {}
     if new or Memory.objects.filter(workspace=workspace).count() == 0:
         say(f"embedding {len(corpus.docs):,} texts (cached on disk after the first run)…")
-        vectors = vector_cache().get([d.text for d in corpus.docs], progress=progress_printer("embed"))
+        vectors = vector_cache().get(
+            [d.text for d in corpus.docs], progress=progress_printer("embed")
+        )
         say(f"loading {len(corpus.docs):,} memories into workspace {workspace.slug}…")
         counts, _ = load_docs(workspace, corpus.docs, vectors)
     id_to_key = {
         int(pk): key
-        for pk, key in Memory.objects.filter(workspace=workspace, valid_to__isnull=True).values_list(
-            "pk", "metadata__bench_key"
-        )
+        for pk, key in Memory.objects.filter(
+            workspace=workspace, valid_to__isnull=True
+        ).values_list("pk", "metadata__bench_key")
     }
     return workspace, counts, id_to_key
 
@@ -143,12 +148,18 @@ def rrf(dense: list[int], lexical_ids: list[int], k: int = 60) -> list[int]:
     return sorted(scores, key=lambda i: (-scores[i], -i))
 
 
-def rank_all(workspace: Workspace, query: LabelledQuery, vector: np.ndarray) -> dict[str, list[int]]:
+def rank_all(
+    workspace: Workspace, query: LabelledQuery, vector: np.ndarray
+) -> dict[str, list[int]]:
     filters = selectors.MemoryFilters()
     dense = [i for i, _ in selectors.dense_arm(workspace=workspace, vector=vector, filters=filters)]
-    lexical_hits = selectors.lexical_arm(workspace=workspace, query=lexical.parse_query(query.query), filters=filters)
+    lexical_hits = selectors.lexical_arm(
+        workspace=workspace, query=lexical.parse_query(query.query), filters=filters
+    )
     lexical_ids = [h.id for h in lexical_hits.hits]
-    fused = selectors.memory_recall(workspace=workspace, query=query.query, k=10, vector=vector).hits
+    fused = selectors.memory_recall(
+        workspace=workspace, query=query.query, k=10, vector=vector
+    ).hits
     return {
         "dense": dense[:10],
         "lexical": lexical_ids[:10],
@@ -157,7 +168,9 @@ def rank_all(workspace: Workspace, query: LabelledQuery, vector: np.ndarray) -> 
     }
 
 
-def score_rankings(rankings: list[tuple[LabelledQuery, dict[str, list[int]]]], id_to_key: dict[int, str]) -> dict[str, Any]:
+def score_rankings(
+    rankings: list[tuple[LabelledQuery, dict[str, list[int]]]], id_to_key: dict[int, str]
+) -> dict[str, Any]:
     table: dict[str, dict[str, dict[str, float]]] = {}
     for kind in (*KINDS, "overall"):
         chosen = [(q, r) for q, r in rankings if kind == "overall" or q.kind == kind]
@@ -190,7 +203,9 @@ def bench_quality(*, size: int, queries_per_kind: int) -> dict[str, Any]:
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind)
     workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-q{size}")
     cache = vector_cache()
-    vectors = cache.get([q.query for q in corpus.queries], progress=progress_printer("embed queries"))
+    vectors = cache.get(
+        [q.query for q in corpus.queries], progress=progress_printer("embed queries")
+    )
     rankings = []
     show = progress_printer("queries")
     started = time.monotonic()
@@ -208,7 +223,9 @@ def bench_quality(*, size: int, queries_per_kind: int) -> dict[str, Any]:
 
 
 def format_quality(result: dict[str, Any]) -> str:
-    lines = [f"recall quality over {result['size']:,} memories, {result['queries']} labelled queries"]
+    lines = [
+        f"recall quality over {result['size']:,} memories, {result['queries']} labelled queries"
+    ]
     lines.append(f"{'kind':<16}{'method':<9}{'r@1':>7}{'r@5':>7}{'r@10':>7}{'mrr@10':>8}{'n':>6}")
     for kind, methods in result["table"].items():
         for method, row in methods.items():
@@ -230,7 +247,7 @@ def percentile(values: Sequence[float], p: float) -> float:
 def bench_recall(*, size: int, queries: int) -> dict[str, Any]:
     say(f"building a corpus of {size:,} memories…")
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(queries // 4, 1))
-    workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-r{size}")
+    workspace, counts, _ = ensure_loaded(corpus, f"bench-r{size}")
     embedder = get_embedder()
     texts = [q.query for q in corpus.queries][:queries]
     cache = vector_cache()
@@ -293,7 +310,10 @@ def bench_import(*, count: int, batch: int = 64) -> dict[str, Any]:
     for start in range(0, len(texts), batch):
         results = services.memory_remember_bulk(
             workspace=workspace,
-            items=[services.RememberInput(text=t, source="import") for t in texts[start : start + batch]],
+            items=[
+                services.RememberInput(text=t, source="import")
+                for t in texts[start : start + batch]
+            ],
         )
         for r in results:
             outcomes[r.outcome] += 1
@@ -326,7 +346,9 @@ def bench_dedupe(*, size: int, sample: int) -> dict[str, Any]:
     cache = vector_cache()
     vectors = cache.get([d.text for d in picked], progress=progress_printer("embed sample"))
     retrievable = 0
-    texts = dict(Memory.objects.filter(workspace=workspace, valid_to__isnull=True).values_list("pk", "text"))
+    texts = dict(
+        Memory.objects.filter(workspace=workspace, valid_to__isnull=True).values_list("pk", "text")
+    )
     show = progress_printer("self-recall")
     started = time.monotonic()
     for n, (doc, vector) in enumerate(zip(picked, vectors, strict=True)):
@@ -344,7 +366,9 @@ def bench_dedupe(*, size: int, sample: int) -> dict[str, Any]:
     folded: dict[str, int] = defaultdict(int)
     total: dict[str, int] = defaultdict(int)
     for kind, doc, text in variants:
-        result = services.memory_remember(workspace=workspace, item=services.RememberInput(text=text, source="import"))
+        result = services.memory_remember(
+            workspace=workspace, item=services.RememberInput(text=text, source="import")
+        )
         total[kind] += 1
         folded[kind] += result.outcome != "created" and result.memory.pk == key_to_id.get(doc.key)
     return {

@@ -45,9 +45,13 @@ class VectorCache:
         np.savez(tmp, vectors=self.vectors, keys=keys)
         tmp.replace(self.path)
 
-    def get(self, texts: Sequence[str], *, batch: int = 256, progress: Progress | None = None) -> np.ndarray:
+    def get(
+        self, texts: Sequence[str], *, batch: int = 256, progress: Progress | None = None
+    ) -> np.ndarray:
         keys = [_key(t) for t in texts]
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in self.index))
+        missing = list(
+            dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in self.index)
+        )
         started = time.monotonic()
         for start in range(0, len(missing), batch):
             chunk = missing[start : start + batch]

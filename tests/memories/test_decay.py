@@ -101,3 +101,18 @@ def test_fading_lists_valuable_entries_under_half(acme):
     fading = selectors.memory_fading(workspace=acme)
     assert [m.pk for m, _ in fading] == [memory.pk]
     assert fading[0][1] < 0.5
+
+
+def test_a_daily_schedule_runs_the_cleanup(acme):
+    from django_q.models import Schedule
+
+    from memories import tasks
+
+    schedule = Schedule.objects.get(func="memories.tasks.cleanup_all_workspaces")
+    assert schedule.schedule_type == Schedule.DAILY
+    memory = services.memory_remember(
+        workspace=acme, item=RememberInput(text="A capture from long ago.", source="hook")
+    ).memory
+    Memory.objects.filter(pk=memory.pk).update(last_accessed=timezone.now() - timedelta(days=5000))
+    assert tasks.cleanup_all_workspaces() == 1
+    assert not Memory.objects.filter(pk=memory.pk).exists()
