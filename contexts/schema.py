@@ -25,7 +25,9 @@ class MemflowAutoSchema(AutoSchema):
     becomes the component `MemoryBulkApiInput`, so the many `InputSerializer`s
     of the house style never collide in the schema."""
 
-    def get_serializer_name(self, serializer: Any, direction: Literal["request", "response"]) -> str:
+    def get_serializer_name(
+        self, serializer: Any, direction: Literal["request", "response"]
+    ) -> str:
         qualname = type(serializer).__qualname__
         if "." in qualname:
             return qualname.replace(".", "").replace("Serializer", "")

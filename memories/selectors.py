@@ -125,6 +125,28 @@ def memory_list(
 # --- the two arms of recall ---------------------------------------------------
 
 
+# Below this many entries a workspace is searched exactly (a scan of its own
+# rows through memory_recent_idx) rather than through the shared HNSW index:
+# exact is both faster and perfect there, and a filtered HNSW scan of a small
+# workspace inside a large table would wade through other workspaces' rows.
+EXACT_SCAN_BELOW = 10_000
+
+
+def workspace_size(*, workspace: Workspace) -> int:
+    row = (
+        LexicalTerm.objects.filter(workspace=workspace, term=STAT_DOCS)
+        .values_list("df", flat=True)
+        .first()
+    )
+    return int(row or 0)
+
+
+def _distance_order(workspace: Workspace, vector_sql: str, alias: str = "m") -> str:
+    """ORDER BY expression: the bare operator lets the HNSW index serve it, `+ 0` makes it exact."""
+    expr = f"{alias}.embedding <=> {vector_sql}"
+    return expr if workspace_size(workspace=workspace) >= EXACT_SCAN_BELOW else f"({expr}) + 0"
+
+
 def _set_search_options(cursor: Any) -> None:
     # Filtered HNSW scans keep going until enough rows pass the filter
     # (pgvector 0.8 iterative scans), so a workspace's results are not cut
@@ -148,7 +170,7 @@ def dense_arm(
         SELECT m.id, 1 - (m.embedding <=> %(q)s::vector) AS cos
         FROM memories_memory m
         WHERE m.workspace_id = %(ws)s AND m.embedding IS NOT NULL {where}
-        ORDER BY m.embedding <=> %(q)s::vector
+        ORDER BY {_distance_order(workspace, "%(q)s::vector")}
         LIMIT %(n)s
     """
     with transaction.atomic(), connection.cursor() as cursor:
@@ -456,7 +478,8 @@ def memory_recall(
         fusion = fuse(query=parsed, dense=dense, lexical_result=lexical_result, cosines=cosines)
 
     top = fusion.candidates[: max(k * 3, k)]
-    rows = Memory.objects.in_bulk([s.id for s in top])
+    # The vectors and term maps stay in the database: the caller needs text.
+    rows = Memory.objects.defer("embedding", "lex").in_bulk([s.id for s in top])
     tau = float(memory_setting(workspace, "decay_tau_days"))
     hits = []
     for s in top:
@@ -528,8 +551,9 @@ def memory_conflicts(
     the library grows.
     """
     params = {"ws": workspace.pk, "scan": scan, "t": threshold, "limit": limit}
+    order = _distance_order(workspace, "r.embedding")
     # Raw SQL: a lateral nearest-neighbour probe per recent entry.
-    sql = """
+    sql = f"""
         WITH recent AS (
             SELECT id, embedding, norm_hash FROM memories_memory
             WHERE workspace_id = %(ws)s AND valid_to IS NULL AND embedding IS NOT NULL
@@ -542,7 +566,7 @@ def memory_conflicts(
             FROM memories_memory m
             WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND m.id <> r.id
               AND m.embedding IS NOT NULL
-            ORDER BY m.embedding <=> r.embedding LIMIT 3
+            ORDER BY {order} LIMIT 3
         ) n
         WHERE n.cos >= %(t)s AND n.norm_hash <> r.norm_hash
         ORDER BY n.cos DESC LIMIT %(limit)s
@@ -748,8 +772,8 @@ def dedupe_neighbours(
         "vs": [_vector_literal(v) for v in vectors],
         "n": limit,
     }
-    # Raw SQL: a batch of HNSW probes as one lateral join.
-    sql = """
+    # Raw SQL: a batch of nearest-neighbour probes as one lateral join.
+    sql = f"""
         SELECT q.ord, n.id, n.cos
         FROM unnest(%(vs)s::text[]) WITH ORDINALITY AS q(v, ord)
         CROSS JOIN LATERAL (
@@ -757,7 +781,7 @@ def dedupe_neighbours(
             FROM memories_memory m
             WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND m.state_key = ''
               AND m.embedding IS NOT NULL
-            ORDER BY m.embedding <=> q.v::vector
+            ORDER BY {_distance_order(workspace, "q.v::vector")}
             LIMIT %(n)s
         ) n
     """

@@ -161,6 +161,35 @@ class _Pending:
     norm: str
     norm_hash: str
 
+    @classmethod
+    def of(cls, item: RememberInput, vector: np.ndarray) -> _Pending:
+        return cls(
+            item=item,
+            vector=vector,
+            norm=lexical.normalize(item.text),
+            norm_hash=lexical.norm_hash(item.text),
+        )
+
+
+def _insert_unfolded(
+    *,
+    workspace: Workspace,
+    item: RememberInput,
+    vector: np.ndarray,
+    model_id: str,
+    user: User | None = None,
+    session: AgentSession | None = None,
+    **extra: Any,
+) -> Memory:
+    """Insert a row without dedupe (a successor, a conclusion, an undone fold).
+
+    Call inside a transaction holding the workspace lock.
+    """
+    folder = _Folder(workspace=workspace, user=user, session=session, model_id=model_id)
+    memory = folder._new_row(_Pending.of(item, vector), **extra)
+    folder._insert([memory])
+    return memory
+
 
 def memory_remember(
     *,
@@ -192,15 +221,7 @@ def memory_remember_bulk(
     embedder = get_embedder()
     if vectors is None:
         vectors = embedder.encode([item.text for item in cleaned])
-    pending = [
-        _Pending(
-            item=item,
-            vector=vector,
-            norm=lexical.normalize(item.text),
-            norm_hash=lexical.norm_hash(item.text),
-        )
-        for item, vector in zip(cleaned, vectors, strict=True)
-    ]
+    pending = [_Pending.of(item, vector) for item, vector in zip(cleaned, vectors, strict=True)]
     with transaction.atomic():
         _workspace_lock(workspace)
         folder = _Folder(
@@ -492,18 +513,14 @@ def memory_supersede(
         if locked.valid_to is not None:
             raise Conflict(f"Memory #{memory.pk} is already superseded.", code="already_superseded")
         if by is None:
-            folder = _Folder(
-                workspace=workspace, user=user, session=session, model_id=embedder.model_id
+            by = _insert_unfolded(
+                workspace=workspace,
+                item=item,
+                vector=vector,
+                model_id=embedder.model_id,
+                user=user,
+                session=session,
             )
-            by = folder._new_row(
-                _Pending(
-                    item=item,
-                    vector=vector,
-                    norm=lexical.normalize(item.text),
-                    norm_hash=lexical.norm_hash(item.text),
-                )
-            )
-            folder._insert([by])
         elif _reaches(start=by, target=locked):
             raise Conflict("That supersede would make a cycle.", code="supersede_cycle")
         now = timezone.now()
@@ -610,19 +627,15 @@ def memory_consolidate(
     vector = embedder.encode_one(item.text)
     with transaction.atomic():
         _workspace_lock(workspace)
-        folder = _Folder(
-            workspace=workspace, user=user, session=session, model_id=embedder.model_id
-        )
-        memory = folder._new_row(
-            _Pending(
-                item=item,
-                vector=vector,
-                norm=lexical.normalize(item.text),
-                norm_hash=lexical.norm_hash(item.text),
-            ),
+        memory = _insert_unfolded(
+            workspace=workspace,
+            item=item,
+            vector=vector,
+            model_id=embedder.model_id,
+            user=user,
+            session=session,
             metadata={"evidence_ids": unique_ids},
         )
-        folder._insert([memory])
         MemoryEvidence.objects.bulk_create(
             [MemoryEvidence(conclusion=memory, evidence=e) for e in evidence]
         )
@@ -676,7 +689,6 @@ def dedupe_undo(*, workspace: Workspace, event: DedupeEvent, user: User | None =
     with transaction.atomic():
         _workspace_lock(workspace)
         memory = Memory.objects.select_for_update().get(pk=event.memory_id)
-        folder = _Folder(workspace=workspace, user=user, session=None, model_id=embedder.model_id)
         if event.kind == DedupeEvent.Kind.MERGE and previous_vector is not None:
             old = Memory(lex=memory.lex, lex_len=memory.lex_len)
             _set_text(memory, event.previous_text, previous_vector, embedder.model_id)
@@ -696,15 +708,13 @@ def dedupe_undo(*, workspace: Workspace, event: DedupeEvent, user: User | None =
             source=event.source or "model",
             app=event.app,
         )
-        restored = folder._new_row(
-            _Pending(
-                item=item,
-                vector=incoming_vector,
-                norm=lexical.normalize(item.text),
-                norm_hash=lexical.norm_hash(item.text),
-            )
+        restored = _insert_unfolded(
+            workspace=workspace,
+            item=item,
+            vector=incoming_vector,
+            model_id=embedder.model_id,
+            user=user,
         )
-        folder._insert([restored])
         event.undone_at = timezone.now()
         event.save(update_fields=["undone_at"])
     return restored
