@@ -245,6 +245,60 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- import and export ---------------------------------------------------------
+
+
+def _core_owner(args: argparse.Namespace) -> tuple[Any, Any, str]:
+    from django.contrib.auth import get_user_model
+
+    from contexts.models import Workspace
+    from memories import core
+
+    workspace = Workspace.objects.filter(slug__iexact=args.workspace).first()
+    if workspace is None:
+        raise CommandError(f"There is no workspace {args.workspace!r}.")
+    scope = core.scope_for(args.target)
+    user = None
+    if scope == "user":
+        if not args.user:
+            raise CommandError("USER core memory belongs to a user: give --user NAME.")
+        user = get_user_model().objects.filter(username__iexact=args.user).first()
+        if user is None:
+            raise CommandError(f"There is no user {args.user!r}.")
+    return workspace, user, scope
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    setup_django()
+    from memories import core
+
+    if args.kind != "core":
+        raise CommandError(f"memflow import {args.kind} is not available yet.")
+    workspace, user, scope = _core_owner(args)
+    text = Path(args.file).read_text(encoding="utf-8")
+    edit = core.core_import_text(scope=scope, workspace=workspace, user=user, text=text)
+    say(
+        f"Imported {args.file} into {core.LABELS[scope]} of {workspace.slug}: {edit.view.chars:,}/{edit.view.limit:,} chars."
+    )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    setup_django()
+    from memories import core
+
+    if args.kind != "core":
+        raise CommandError(f"memflow export {args.kind} is not available yet.")
+    workspace, user, scope = _core_owner(args)
+    text = core.core_export_text(core.core_view(scope=scope, user=user, workspace=workspace))
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        say(f"Wrote {core.LABELS[scope]} of {workspace.slug} to {args.out}.")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 # --- bench -------------------------------------------------------------------
 
 
@@ -318,6 +372,22 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--scope", choices=["read", "write", "admin"], default="write")
     ck.add_argument("--name")
     ck.set_defaults(func=cmd_createkey)
+    imp = sub.add_parser("import", help="import data (core: an HME MEMORY.md / USER.md file)")
+    imp.add_argument("kind", choices=["core"])
+    imp.add_argument("file")
+    imp.add_argument("--workspace", required=True)
+    imp.add_argument("--target", choices=["memory", "user"], default="memory")
+    imp.add_argument("--user", help="owner of a USER document")
+    imp.set_defaults(func=cmd_import)
+
+    exp = sub.add_parser("export", help="export data (core: an HME MEMORY.md / USER.md file)")
+    exp.add_argument("kind", choices=["core"])
+    exp.add_argument("--workspace", required=True)
+    exp.add_argument("--target", choices=["memory", "user"], default="memory")
+    exp.add_argument("--user", help="owner of a USER document")
+    exp.add_argument("--out", help="write here instead of stdout")
+    exp.set_defaults(func=cmd_export)
+
     bench = sub.add_parser(
         "bench", help="measure speed and recall quality (see README, Performance)"
     )

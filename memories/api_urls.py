@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memories import api
+from memories import api, core_api
 
 urlpatterns = [
     path("memories/", api.MemoryListCreateApi.as_view(), name="api-memory-list"),
@@ -27,4 +27,15 @@ urlpatterns = [
     path("ledger/", api.LedgerApi.as_view(), name="api-ledger"),
     path("dedupe-events/", api.DedupeEventListApi.as_view(), name="api-dedupe-event-list"),
     path("dedupe-events/<int:event_id>/undo/", api.DedupeUndoApi.as_view(), name="api-dedupe-undo"),
+    path("core/", core_api.CoreApi.as_view(), name="api-core"),
+    path("core/freeze/", core_api.CoreFreezeApi.as_view(), name="api-core-freeze"),
+    path("core/<str:target>/", core_api.CoreEditApi.as_view(), name="api-core-edit"),
+    path(
+        "core/<str:target>/revisions/",
+        core_api.CoreRevisionsApi.as_view(),
+        name="api-core-revisions",
+    ),
+    path("core/<str:target>/revert/", core_api.CoreRevertApi.as_view(), name="api-core-revert"),
+    path("core/<str:target>/move/", core_api.CoreMoveApi.as_view(), name="api-core-move"),
+    path("archive/recall/", core_api.ArchiveRecallApi.as_view(), name="api-archive-recall"),
 ]

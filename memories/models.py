@@ -56,6 +56,8 @@ class Memory(models.Model):
     access_count = models.PositiveIntegerField(default=0)
     last_accessed = models.DateTimeField(default=timezone.now)
     pinned = models.BooleanField(default=False)
+    # Archive entries of a transient kind expire (core → archive moves).
+    expires_at = models.DateTimeField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     evidence = models.ManyToManyField(
         "self", through="MemoryEvidence", symmetrical=False, related_name="conclusions", blank=True
@@ -219,3 +221,79 @@ class InjectionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.memory_id}"
+
+
+class CoreMemory(models.Model):
+    """A bounded document of fact lines, each ending in ` §` (HME's core memory).
+
+    USER: one per user, shared across all their workspaces. MEMORY: one per
+    workspace. The hard character limit forces the model to choose what is
+    worth keeping; what no longer fits moves down to the archive (the memory
+    library). `line_meta` keeps, per line, when it was added and last touched,
+    so the least recently used lines can be offered for the archive.
+    """
+
+    class Scope(models.TextChoices):
+        USER = "user", "USER"
+        WORKSPACE = "memory", "MEMORY"
+
+    scope = models.CharField(max_length=8, choices=Scope.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    content = models.TextField(blank=True, default="")
+    char_limit = models.PositiveIntegerField()
+    version = models.PositiveIntegerField(default=0)
+    line_meta = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user"], condition=Q(scope="user"), name="corememory_one_user_doc"
+            ),
+            models.UniqueConstraint(
+                fields=["workspace"],
+                condition=Q(scope="memory"),
+                name="corememory_one_workspace_doc",
+            ),
+            models.CheckConstraint(
+                condition=(Q(scope="user", user__isnull=False, workspace__isnull=True))
+                | (Q(scope="memory", workspace__isnull=False, user__isnull=True)),
+                name="corememory_owner_matches_scope",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        owner = self.user if self.scope == self.Scope.USER else self.workspace
+        return f"{self.get_scope_display()} of {owner}"
+
+
+class CoreRevision(models.Model):
+    """Every change to a core document: who, from which session, what, before/after."""
+
+    core = models.ForeignKey(CoreMemory, on_delete=models.CASCADE, related_name="revisions")
+    version = models.PositiveIntegerField()
+    action = models.CharField(max_length=16)  # add | replace | remove | revert | import | move
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    session = models.ForeignKey(
+        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    before = models.TextField(blank=True)
+    after = models.TextField(blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["core", "version"], name="corerevision_unique_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"v{self.version} {self.action}"

@@ -609,7 +609,7 @@ def memory_fading(
 
 
 def memory_below_retention(*, workspace: Workspace, now: datetime) -> list[tuple[int, float, str]]:
-    """Cleanup candidates: (id, retention, source) under the workspace's thresholds."""
+    """Cleanup candidates: (id, retention, source) under the workspace's thresholds, or expired."""
     tau = float(memory_setting(workspace, "decay_tau_days"))
     plain = float(memory_setting(workspace, "cleanup_threshold"))
     valuable = float(memory_setting(workspace, "cleanup_threshold_valuable"))
@@ -618,7 +618,8 @@ def memory_below_retention(*, workspace: Workspace, now: datetime) -> list[tuple
     sql = f"""
         SELECT m.id, {expr} AS r, m.source FROM memories_memory m
         WHERE m.workspace_id = %(ws)s AND NOT m.pinned
-          AND {expr} < CASE WHEN m.source IN ('model', 'import') THEN %(valuable)s ELSE %(plain)s END
+          AND ({expr} < CASE WHEN m.source IN ('model', 'import') THEN %(valuable)s ELSE %(plain)s END
+               OR m.expires_at < %(now)s)
         ORDER BY m.id
     """
     with connection.cursor() as cursor:

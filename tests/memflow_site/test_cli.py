@@ -131,3 +131,57 @@ def test_with_database_url_no_embedded_server_is_started(tmp_path):
         assert users == [("admin",)]  # the first run landed in the external database
     finally:
         external.cleanup()
+
+
+def test_core_memory_files_import_and_export_unchanged(tmp_path):
+    env = env_for(tmp_path / "data")
+    with serving(env, "--no-worker"):  # the first run makes the "default" workspace
+        pass
+    memflow("createuser", "dana", "--password", "pw-123456", env=env)
+    text = "Runs Debian 12 on all build hosts §\nCI cache lives in /var/cache/ci §\n"
+    source = tmp_path / "MEMORY.md"
+    source.write_text(text)
+    memflow("import", "core", str(source), "--workspace", "default", env=env)
+    exported = memflow("export", "core", "--workspace", "default", env=env)
+    assert exported.stdout == text
+    user_file = tmp_path / "USER.md"
+    user_file.write_text("Prefers short answers §\n")
+    memflow(
+        "import",
+        "core",
+        str(user_file),
+        "--workspace",
+        "default",
+        "--target",
+        "user",
+        "--user",
+        "dana",
+        env=env,
+    )
+    out = tmp_path / "out.md"
+    memflow(
+        "export",
+        "core",
+        "--workspace",
+        "default",
+        "--target",
+        "user",
+        "--user",
+        "dana",
+        "--out",
+        str(out),
+        env=env,
+    )
+    assert out.read_text() == "Prefers short answers §\n"
+    missing = memflow(
+        "import",
+        "core",
+        str(user_file),
+        "--workspace",
+        "default",
+        "--target",
+        "user",
+        env=env,
+        check=False,
+    )
+    assert missing.returncode == 1 and "--user" in missing.stderr
