@@ -5,6 +5,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from contexts import api as contexts_api
+from contexts.hooks.api import HookApi
 from memflow_site.health import HealthApi
 
 api_v1: list[URLPattern | URLResolver] = [
@@ -14,6 +15,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("workspaces/", contexts_api.WorkspaceListCreateApi.as_view(), name="api-workspace-list"),
     path("keys/", contexts_api.KeyListCreateApi.as_view(), name="api-key-list"),
     path("keys/<int:key_id>/", contexts_api.KeyRevokeApi.as_view(), name="api-key-detail"),
+    path("hooks/<str:event>", HookApi.as_view(), name="api-hook"),
     # Everything under a workspace; the tenancy test walks this prefix.
     path("workspaces/<slug:slug>/", include("contexts.api_urls")),
     path("workspaces/<slug:slug>/", include("memories.api_urls")),

@@ -6,3 +6,8 @@ from django.apps import AppConfig
 class MemoriesConfig(AppConfig):
     name = "memories"
     verbose_name = "Memories"
+
+    def ready(self) -> None:
+        from memories import hooks
+
+        hooks.register()

@@ -1,0 +1,28 @@
+"""The hook pipeline: what an agent harness's hooks are answered with.
+
+`registry` holds the providers (they add a block to what the model sees)
+and observers (they react to an event) that apps register in their
+`AppConfig.ready()`; `pipeline` runs them for one hook call. The pipeline
+itself never changes when a capability is added: adding one is adding a
+provider.
+"""
+
+from __future__ import annotations
+
+from contexts.hooks.registry import (
+    EVENTS,
+    Block,
+    HookContext,
+    register_injection_observer,
+    register_observer,
+    register_provider,
+)
+
+__all__ = [
+    "EVENTS",
+    "Block",
+    "HookContext",
+    "register_injection_observer",
+    "register_observer",
+    "register_provider",
+]

@@ -1,0 +1,34 @@
+"""`POST /api/v1/hooks/{event}`: the harness's own hook JSON in, blocks out."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from contexts.api_base import request_key
+from contexts.auth import request_user
+from contexts.hooks.pipeline import hook_handle
+
+
+class HookApi(APIView):
+    @extend_schema(
+        operation_id="hook",
+        request=OpenApiTypes.OBJECT,
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "Accepts Claude Code's hook input verbatim (session_id, cwd, hook_event_name, prompt, "
+            "tool_name, tool_input, tool_response, trigger, …) or dsh's, plus memflow's optional "
+            "`workspace`, `app`, `device`, `env`, `project_root`. Unknown fields are kept."
+        ),
+    )
+    def post(self, request: Request, event: str) -> Response:
+        outcome = hook_handle(
+            event=event,
+            payload=request.data,
+            user=request_user(request),
+            api_key=request_key(request),
+        )
+        return Response(outcome.as_json())

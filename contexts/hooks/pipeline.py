@@ -1,0 +1,284 @@
+"""One hook call, start to finish.
+
+resolve workspace → session (created on first sight) → append the event to
+the session's log → classify the prompt → observers → providers → render →
+injection observers (the ledger) → record what was injected.
+
+A provider or observer that fails is logged and skipped: a hook must never
+break an agent's turn because one capability misbehaved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from contexts.errors import Invalid, NotFound
+from contexts.hooks.registry import (
+    CLAUDE_EVENT_NAMES,
+    EVENTS,
+    Block,
+    HookContext,
+    injection_observers,
+    observers_for,
+    providers_for,
+)
+from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
+from contexts.selectors import Access, workspace_access
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+logger = logging.getLogger(__name__)
+
+# Text the harness sends that the user did not type.
+_HEARTBEATS = (
+    "continue working toward the active session goal",
+    "continue from where you left off",
+)
+_SYSTEM_PREFIXES = (
+    "<system-reminder",
+    "<system>",
+    "<peer",
+    "[peer",
+    "<model-switch",
+    "<command-",
+    "<local-command",
+)
+_MODEL_SWITCH = re.compile(
+    r"^(model (switched|changed) to|switched model to|now using model)\b", re.I
+)
+
+
+@dataclass
+class HookOutcome:
+    context: HookContext
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(block.text for block in self.blocks if block.text)
+
+    def as_json(self) -> dict[str, Any]:
+        ctx = self.context
+        text = self.text
+        body: dict[str, Any] = {
+            "event": ctx.event,
+            "workspace": ctx.workspace.slug,
+            "session": ctx.session.external_id,
+            "blocks": [
+                {"name": b.name, "order": b.order, "text": b.text, "memory_ids": list(b.memory_ids)}
+                for b in self.blocks
+            ],
+            "additionalContext": text,
+            "captured": ctx.prompt is not None and not ctx.skipped_reason,
+            "skipped": ctx.skipped_reason or None,
+            "muted": ctx.muted,
+            "notes": ctx.notes,
+        }
+        if text:
+            body["hookSpecificOutput"] = {
+                "hookEventName": CLAUDE_EVENT_NAMES[ctx.event],
+                "additionalContext": text,
+            }
+        return body
+
+
+# --- resolving who and where ------------------------------------------------------------
+
+
+def _string(payload: dict[str, Any], *names: str) -> str:
+    for name in names:
+        value = payload.get(name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def resolve_workspace(*, payload: dict[str, Any], user: User, api_key: ApiKey | None) -> Workspace:
+    """Explicit `workspace`, else the key's workspace, else the project root's workspace."""
+    slug = _string(payload, "workspace")
+    if slug:
+        return workspace_access(user=user, slug=slug, access=Access.WRITE, api_key=api_key)[0]
+    if api_key is not None and api_key.workspace is not None:
+        return workspace_access(
+            user=user, slug=api_key.workspace.slug, access=Access.WRITE, api_key=api_key
+        )[0]
+    root = _string(payload, "project_root")
+    if root:
+        return _workspace_for_root(
+            user=user, root=root, api_key=api_key, create=bool(payload.get("create_workspace"))
+        )
+    raise Invalid(
+        "Say which workspace: a `workspace` field, a workspace-restricted key, or a `project_root`.",
+        code="workspace_required",
+    )
+
+
+def _workspace_for_root(
+    *, user: User, root: str, api_key: ApiKey | None, create: bool
+) -> Workspace:
+    writable = Membership.objects.filter(
+        user=user, role__in=[Membership.Role.OWNER, Membership.Role.EDITOR]
+    ).select_related("workspace")
+    for membership in writable:
+        if root in (membership.workspace.settings or {}).get("project_roots", []):
+            return workspace_access(
+                user=user, slug=membership.workspace.slug, access=Access.WRITE, api_key=api_key
+            )[0]
+    if not create:
+        raise NotFound(
+            f"No workspace is mapped to {root!r}; map one in its settings or allow creating it.",
+            code="project_not_mapped",
+        )
+    from contexts import services
+
+    base = slugify(root.rstrip("/").rsplit("/", 1)[-1]) or "project"
+    slug, n = base, 1
+    while Workspace.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    workspace = services.workspace_create(user=user, slug=slug, name=base)
+    workspace.settings = {**(workspace.settings or {}), "project_roots": [root]}
+    workspace.save(update_fields=["settings"])
+    return workspace
+
+
+def delegation_depth(payload: dict[str, Any]) -> int:
+    for name in ("delegation_depth", "delegationDepth", "agent_depth"):
+        value = payload.get(name)
+        if isinstance(value, int) and value >= 0:
+            return value
+    return 0
+
+
+def classify_prompt(payload: dict[str, Any]) -> tuple[str | None, str]:
+    """(the text the user typed, or None; why it is skipped)."""
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str):
+        return None, "no prompt"
+    source = payload.get("source")
+    if isinstance(source, dict) and source.get("kind") not in (None, "user"):
+        return None, f"not typed by the user ({source.get('kind')})"
+    text = prompt.strip()
+    lowered = text.lower()
+    if len(text) < 2:
+        return None, "too short"
+    if lowered.startswith(_SYSTEM_PREFIXES):
+        return None, "a system or peer message"
+    if any(lowered.startswith(h) for h in _HEARTBEATS):
+        return None, "an automation heartbeat"
+    if _MODEL_SWITCH.match(text):
+        return None, "a model-switch notice"
+    from memories.secrets import find_secret  # the one credential filter for every path
+
+    if find_secret(text):
+        return None, "looks like it holds a credential"
+    return text, ""
+
+
+def is_muted(workspace: Workspace, user: User, now: datetime) -> bool:
+    settings = workspace.settings or {}
+    until = [settings.get("muted_until"), (settings.get("muted_users") or {}).get(str(user.pk))]
+    return any(isinstance(u, str) and u > now.isoformat() for u in until)
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
+    if event not in EVENTS:
+        raise NotFound(
+            f"Unknown hook event {event!r}; use one of {', '.join(EVENTS)}.", code="unknown_event"
+        )
+    if not isinstance(payload, dict):
+        raise Invalid("A hook body is the harness's JSON object.", code="invalid_payload")
+    session_id = _string(payload, "session_id", "sessionId")
+    if not session_id:
+        raise Invalid("The hook JSON has no session_id.", code="session_id_required")
+    workspace = resolve_workspace(payload=payload, user=user, api_key=api_key)
+    app = _string(payload, "app") or ("claude-code" if "hook_event_name" in payload else "")
+    now = timezone.now()
+    with transaction.atomic():
+        session, created = AgentSession.objects.get_or_create(
+            workspace=workspace,
+            external_id=session_id[:200],
+            defaults={
+                "user": user,
+                "app": app[:64],
+                "cwd": _string(payload, "cwd"),
+                "device": _string(payload, "device")[:200],
+                "params": payload.get("env") if isinstance(payload.get("env"), dict) else {},
+            },
+        )
+        SessionEvent.objects.create(session=session, kind=event, payload=payload)
+        if event == "session-end" and session.ended_at is None:
+            AgentSession.objects.filter(pk=session.pk).update(ended_at=now)
+
+    ctx = HookContext(
+        event=event,
+        workspace=workspace,
+        session=session,
+        user=user,
+        payload=payload,
+        app=app or session.app,
+        api_key=api_key,
+        delegation_depth=delegation_depth(payload),
+        session_is_new=created,
+        muted=is_muted(workspace, user, now),
+        constant=event == "session-start" or bool((payload.get("memflow") or {}).get("constant")),
+    )
+    if event == "user-prompt":
+        ctx.prompt, ctx.skipped_reason = classify_prompt(payload)
+
+    for entry in observers_for(event):
+        _guarded(entry.name, entry.fn, ctx)
+    blocks: list[Block] = []
+    for entry in providers_for(event):
+        produced = _guarded(entry.name, entry.fn, ctx)
+        if isinstance(produced, Block):
+            blocks.append(produced)
+        elif produced:
+            blocks.extend(b for b in produced if isinstance(b, Block))
+    blocks = sorted((b for b in blocks if b.text), key=lambda b: (b.order, b.name))
+    outcome = HookOutcome(context=ctx, blocks=blocks)
+    for entry in injection_observers():
+        _guarded(entry.name, entry.fn, ctx, blocks)
+    if blocks:
+        SessionEvent.objects.create(
+            session=session,
+            kind="injection",
+            payload={
+                "event": event,
+                "blocks": [
+                    {
+                        "name": b.name,
+                        "order": b.order,
+                        "text": b.text,
+                        "memory_ids": list(b.memory_ids),
+                        "sha256": hashlib.sha256(b.text.encode()).hexdigest(),
+                    }
+                    for b in blocks
+                ],
+            },
+        )
+    return outcome
+
+
+def _guarded(name: str, fn: Any, *args: Any) -> Any:
+    try:
+        # A savepoint, so a failing capability cannot poison the transaction
+        # of the ones after it.
+        with transaction.atomic():
+            return fn(*args)
+    except Exception:
+        logger.exception("hook capability %s failed; skipped", name)
+        return None

@@ -1,0 +1,112 @@
+"""Providers and observers, registered once per process by each app."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from contexts.models import AgentSession, ApiKey, Workspace
+
+EVENTS = ("session-start", "user-prompt", "post-tool-use", "stop", "pre-compact", "session-end")
+
+# What Claude Code calls each event in `hookSpecificOutput.hookEventName`.
+CLAUDE_EVENT_NAMES = {
+    "session-start": "SessionStart",
+    "user-prompt": "UserPromptSubmit",
+    "post-tool-use": "PostToolUse",
+    "stop": "Stop",
+    "pre-compact": "PreCompact",
+    "session-end": "SessionEnd",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of what the model sees. Blocks render in (order, name) order."""
+
+    name: str
+    order: int
+    text: str
+    memory_ids: tuple[int, ...] = ()
+
+
+@dataclass
+class HookContext:
+    event: str
+    workspace: Workspace
+    session: AgentSession
+    user: User
+    payload: dict[str, Any]
+    app: str
+    api_key: ApiKey | None = None
+    # The text the user actually typed, when this event carries one worth
+    # using (None for system reminders, heartbeats, secrets, sub-agents…).
+    prompt: str | None = None
+    skipped_reason: str = ""
+    delegation_depth: int = 0
+    session_is_new: bool = False
+    muted: bool = False
+    # Whether session-constant blocks (identity, frozen core, preload) belong
+    # in this answer: at session start, or when the harness asks for them.
+    constant: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def setting(self, name: str, default: Any) -> Any:
+        value = (self.workspace.settings or {}).get(name)
+        return default if value is None else value
+
+
+ProviderFn = Callable[[HookContext], Block | Iterable[Block] | None]
+ObserverFn = Callable[[HookContext], None]
+InjectionObserverFn = Callable[[HookContext, list[Block]], None]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    events: frozenset[str]
+    fn: Callable[..., Any]
+
+
+_providers: dict[str, _Entry] = {}
+_observers: dict[str, _Entry] = {}
+_injection_observers: dict[str, _Entry] = {}
+
+
+def _events(events: Iterable[str]) -> frozenset[str]:
+    chosen = frozenset(events)
+    unknown = chosen - set(EVENTS)
+    if unknown:
+        raise ValueError(f"unknown hook events {sorted(unknown)}")
+    return chosen
+
+
+def register_provider(name: str, *, events: Iterable[str], fn: ProviderFn) -> None:
+    """Add a block-maker; registering the same name again replaces it."""
+    _providers[name] = _Entry(name=name, events=_events(events), fn=fn)
+
+
+def register_observer(name: str, *, events: Iterable[str], fn: ObserverFn) -> None:
+    """React to an event before the providers run (capture, freeze, store)."""
+    _observers[name] = _Entry(name=name, events=_events(events), fn=fn)
+
+
+def register_injection_observer(name: str, *, fn: InjectionObserverFn) -> None:
+    """React to what was injected (the usegate ledger)."""
+    _injection_observers[name] = _Entry(name=name, events=frozenset(EVENTS), fn=fn)
+
+
+def providers_for(event: str) -> list[_Entry]:
+    return [entry for _, entry in sorted(_providers.items()) if event in entry.events]
+
+
+def observers_for(event: str) -> list[_Entry]:
+    return [entry for _, entry in sorted(_observers.items()) if event in entry.events]
+
+
+def injection_observers() -> list[_Entry]:
+    return [entry for _, entry in sorted(_injection_observers.items())]

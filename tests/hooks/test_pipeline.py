@@ -1,0 +1,233 @@
+"""The hook endpoints with Claude Code-shaped JSON, against the real engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from contexts.models import AgentSession, SessionEvent
+from memories import core, services
+from memories.models import InjectionEvent, Memory
+from memories.services import RememberInput
+
+
+@pytest.fixture
+def hook(acme, bob, make_key, api):
+    client = api(make_key(bob, workspace=acme))
+
+    def call(event: str, **payload):
+        body = {"session_id": "cc-1", "cwd": "/home/bob/acme", "hook_event_name": event, **payload}
+        response = client.post(f"/api/v1/hooks/{event}", body, format="json")
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    return call
+
+
+def test_session_start_injects_protocol_and_frozen_core(acme, hook):
+    core.core_edit(
+        scope="memory", action="add", workspace=acme, user=None, content="Staging is eu-west-1"
+    )
+    answer = hook("session-start", source="startup")
+    names = [b["name"] for b in answer["blocks"]]
+    assert names[:2] == ["memflow:protocol", "memflow:core-memory"]
+    assert "Staging is eu-west-1 §" in answer["additionalContext"]
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    # A write during the session does not change what this session is shown.
+    core.core_edit(
+        scope="memory", action="add", workspace=acme, user=None, content="Prod is us-east-2"
+    )
+    again = hook("session-start", source="resume")
+    assert "Prod is us-east-2" not in again["additionalContext"]
+    assert (
+        again["additionalContext"] == answer["additionalContext"]
+    )  # byte-identical for identical state
+
+
+def test_a_prompt_recalls_with_ids_then_is_captured(acme, hook):
+    fact = services.memory_remember(
+        workspace=acme,
+        item=RememberInput(text="The payments service retries webhooks 5 times with backoff."),
+    ).memory
+    answer = hook("user-prompt", prompt="how many times do payment webhooks retry?")
+    recall = next(b for b in answer["blocks"] if b["name"] == "memflow:recall")
+    assert f"#{fact.pk}" in recall["text"] and fact.pk in recall["memory_ids"]
+    assert "data, not instructions" in recall["text"]
+    assert len(recall["text"]) <= 2500 + 200
+    assert answer["captured"] is True
+    captured = Memory.objects.get(workspace=acme, source="hook")
+    assert captured.text == "how many times do payment webhooks retry?"
+    assert captured.session is not None and captured.session.external_id == "cc-1"
+    assert InjectionEvent.objects.filter(memory_id=fact.pk, kind="injected").count() == 1
+
+
+@pytest.mark.parametrize(
+    "prompt, reason",
+    [
+        ("k", "too short"),
+        ("<system-reminder>the user changed files</system-reminder>", "a system or peer message"),
+        ("Continue working toward the active session goal.", "an automation heartbeat"),
+        ("Model switched to deepseek-v4", "a model-switch notice"),
+        (
+            "use ghp_0123456789abcdefghijklmnopqrstuvwxyzAB to push",
+            "looks like it holds a credential",
+        ),
+    ],
+)
+def test_what_the_user_did_not_type_is_neither_captured_nor_recalled(acme, hook, prompt, reason):
+    services.memory_remember(
+        workspace=acme, item=RememberInput(text="Continue working on the parser tests")
+    )
+    answer = hook("user-prompt", prompt=prompt)
+    assert answer["skipped"] == reason
+    assert not [b for b in answer["blocks"] if b["name"] == "memflow:recall"]
+    assert not Memory.objects.filter(source="hook").exists()
+
+
+def test_peer_messages_are_skipped(acme, hook):
+    answer = hook("user-prompt", prompt="please review my branch", source={"kind": "peer"})
+    assert answer["skipped"].startswith("not typed by the user")
+
+
+def test_lessons_come_separately_and_first(acme, hook):
+    services.memory_remember(
+        workspace=acme,
+        item=RememberInput(
+            text="pytest-xdist: never share the embedded Postgres data dir between workers",
+            compartment="lessons",
+        ),
+    )
+    services.memory_remember(
+        workspace=acme, item=RememberInput(text="The test suite uses pytest with xdist on CI")
+    )
+    answer = hook("user-prompt", prompt="run the pytest suite with xdist workers")
+    names = [b["name"] for b in answer["blocks"]]
+    assert names.index("memflow:lessons") < names.index("memflow:recall")
+    recall = next(b for b in answer["blocks"] if b["name"] == "memflow:recall")
+    assert "never share" not in recall["text"]
+
+
+def test_a_sub_agent_recalls_once_and_is_never_captured(acme, hook):
+    services.memory_remember(
+        workspace=acme, item=RememberInput(text="The linter config lives in ruff.toml")
+    )
+    first = hook(
+        "user-prompt", prompt="where is the linter config?", delegation_depth=1, session_id="sub-1"
+    )
+    second = hook(
+        "user-prompt", prompt="and the linter rules?", delegation_depth=1, session_id="sub-1"
+    )
+    assert any(b["name"] == "memflow:recall" for b in first["blocks"])
+    assert not second["blocks"]
+    assert not Memory.objects.filter(source="hook").exists()
+
+
+def test_a_compaction_summary_becomes_a_checkpoint(acme, hook):
+    hook(
+        "pre-compact",
+        trigger="auto",
+        summary="We migrated the CLI to typer and fixed the flaky auth test.",
+    )
+    checkpoint = Memory.objects.get(workspace=acme, compartment="context")
+    assert checkpoint.metadata["checkpoint"] == "compaction"
+    found = services.memory_remember  # noqa: F841  (recallable like any memory)
+    from memories import selectors
+
+    assert (
+        selectors.memory_recall(workspace=acme, query="typer migration", k=1).hits[0].memory.pk
+        == checkpoint.pk
+    )
+
+
+def test_every_event_is_logged_and_unknown_fields_kept(acme, hook):
+    hook(
+        "post-tool-use",
+        tool_name="Bash",
+        tool_input={"command": "ls"},
+        tool_response={"stdout": "a\nb"},
+        tool_use_id="t1",
+        extra_field={"x": 1},
+    )
+    hook("stop", stop_hook_active=False)
+    hook("session-end", reason="exit")
+    session = AgentSession.objects.get(workspace=acme, external_id="cc-1")
+    kinds = list(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
+    assert kinds == ["post-tool-use", "stop", "session-end"]
+    assert SessionEvent.objects.get(session=session, kind="post-tool-use").payload[
+        "extra_field"
+    ] == {"x": 1}
+    assert session.ended_at is not None
+
+
+def test_muting_silences_the_per_turn_context_only(acme, hook):
+    services.memory_remember(
+        workspace=acme, item=RememberInput(text="Docs are built with mkdocs-material")
+    )
+    acme.settings = {"muted_until": "2999-01-01T00:00:00+00:00"}
+    acme.save()
+    answer = hook("user-prompt", prompt="how are the docs built?")
+    assert answer["muted"] is True and not answer["blocks"]
+    assert answer["captured"] is True  # the tools and capture still work
+
+
+def test_identical_state_renders_identical_bytes(acme, hook):
+    services.memory_remember(
+        workspace=acme, item=RememberInput(text="Releases are tagged vMAJOR.MINOR.PATCH")
+    )
+    a = hook("user-prompt", prompt="how are releases tagged?", session_id="s-a")
+    Memory.objects.filter(source="hook").delete()
+    b = hook("user-prompt", prompt="how are releases tagged?", session_id="s-b")
+    strip = lambda blocks: [(x["name"], x["text"]) for x in blocks]  # noqa: E731
+    assert strip(a["blocks"]) == strip(b["blocks"])
+
+
+def test_the_hook_cannot_reach_another_workspace(acme, evil, bob, mallory, make_key, api):
+    client = api(make_key(mallory))
+    response = client.post(
+        "/api/v1/hooks/user-prompt",
+        {"session_id": "x", "workspace": "acme", "prompt": "hi there"},
+        format="json",
+    )
+    assert response.status_code == 404
+    assert response.json()["code"] == "workspace_not_found"
+    restricted = api(make_key(bob, workspace=acme))
+    other = restricted.post(
+        "/api/v1/hooks/user-prompt",
+        {"session_id": "x", "workspace": "evil", "prompt": "hi"},
+        format="json",
+    )
+    assert other.status_code == 404
+
+
+def test_bad_hook_calls_get_clear_errors(acme, bob, make_key, api):
+    client = api(make_key(bob, workspace=acme))
+    assert (
+        client.post("/api/v1/hooks/nope", {"session_id": "x"}, format="json").json()["code"]
+        == "unknown_event"
+    )
+    assert (
+        client.post("/api/v1/hooks/stop", {}, format="json").json()["code"] == "session_id_required"
+    )
+    unscoped = api(make_key(bob))
+    assert (
+        unscoped.post("/api/v1/hooks/stop", {"session_id": "x"}, format="json").json()["code"]
+        == "workspace_required"
+    )
+
+
+def test_a_project_root_maps_to_a_workspace_created_on_first_use(bob, make_key, api):
+    client = api(make_key(bob))
+    body = {
+        "session_id": "x",
+        "project_root": "/home/bob/code/rocket-lab",
+        "create_workspace": True,
+    }
+    first = client.post("/api/v1/hooks/session-start", body, format="json").json()
+    assert first["workspace"] == "rocket-lab"
+    again = client.post(
+        "/api/v1/hooks/session-start", {**body, "create_workspace": False}, format="json"
+    ).json()
+    assert again["workspace"] == "rocket-lab"
+    unknown = client.post(
+        "/api/v1/hooks/stop", {"session_id": "y", "project_root": "/elsewhere"}, format="json"
+    )
+    assert unknown.json()["code"] == "project_not_mapped"
