@@ -351,7 +351,7 @@ def fuse(
     - between the two, the weight slides linearly.
 
     An entry containing a query identifier in its exact case gets a bonus, so
-    `MemUsage` ranks above `memusage`. A small RRF term breaks ties.
+    `MemUsage` ranks above `memusage`. A tiny RRF term breaks near-ties.
     """
     lex_by_id = {hit.id: hit for hit in lexical_result.hits}
     ids = list(dict.fromkeys([i for i, _ in dense] + [h.id for h in lexical_result.hits]))
@@ -373,8 +373,9 @@ def fuse(
             reason += ", identifier query"
 
     # A query that is all identifier gets its exact-case matches ranked above
-    # every case-folded one; an identifier inside prose only nudges.
-    exact_bonus = 0.1 + 0.5 * query.identifier_share
+    # every case-folded one; an identifier inside prose only nudges, and only
+    # as much as the lexical arm is trusted at all.
+    exact_bonus = weight * (0.1 + 0.5 * query.identifier_share)
     cos_values = [cosines.get(i, 0.0) for i in ids]
     cos_hi, cos_lo = max(cos_values), min(cos_values)
     spread = max(cos_hi - cos_lo, 1e-6)
@@ -387,8 +388,8 @@ def fuse(
         score = weight * lexical_part + (1 - weight) * dense_part
         if hit and hit.exact_case:
             score += exact_bonus
-        rrf = 1 / (RRF_K + dense_rank.get(i, 1000)) + 1 / (RRF_K + lexical_rank.get(i, 1000))
-        score += rrf
+        # Reciprocal ranks only break near-ties.
+        score += 0.1 * (1 / (RRF_K + dense_rank.get(i, 1000)) + 1 / (RRF_K + lexical_rank.get(i, 1000)))
         scored.append(
             Scored(
                 id=i,
