@@ -99,6 +99,9 @@ else:
     }
 _database["CONN_MAX_AGE"] = env_int("MEMFLOW_DB_CONN_MAX_AGE", 60, minimum=0)
 _database["CONN_HEALTH_CHECKS"] = True
+# Two test runs on one server (two checkouts, CI and a developer) each need
+# their own throw-away database.
+_database["TEST"] = {"NAME": env_str("MEMFLOW_TEST_DATABASE") or None}
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -389,7 +389,9 @@ def fuse(
         if hit and hit.exact_case:
             score += exact_bonus
         # Reciprocal ranks only break near-ties.
-        score += 0.1 * (1 / (RRF_K + dense_rank.get(i, 1000)) + 1 / (RRF_K + lexical_rank.get(i, 1000)))
+        score += 0.1 * (
+            1 / (RRF_K + dense_rank.get(i, 1000)) + 1 / (RRF_K + lexical_rank.get(i, 1000))
+        )
         scored.append(
             Scored(
                 id=i,

@@ -6,5 +6,12 @@ from memories import views
 
 urlpatterns = [
     path("w/<slug:slug>/memories/", views.memory_list, name="memory-list"),
+    path("w/<slug:slug>/memories/<int:memory_id>/", views.memory_detail, name="memory-detail"),
+    path(
+        "w/<slug:slug>/memories/<int:memory_id>/<str:action>/",
+        views.memory_action,
+        name="memory-action",
+    ),
     path("w/<slug:slug>/core/", views.core_detail, name="core-detail"),
+    path("w/<slug:slug>/core/<str:target>/<str:action>/", views.core_action, name="core-action"),
 ]
