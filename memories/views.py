@@ -174,11 +174,11 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
             )
             messages.success(request, "Saved; the memory was re-embedded.")
         elif action == "supersede":
-            form = SupersedeForm(request.POST)
-            if not form.is_valid():
+            replacement = SupersedeForm(request.POST)
+            if not replacement.is_valid():
                 raise services.Invalid("Say what replaces it.", code="invalid")
             successor = services.memory_supersede(
-                workspace=workspace, memory=memory, text=form.cleaned_data["text"], user=user
+                workspace=workspace, memory=memory, text=replacement.cleaned_data["text"], user=user
             )
             messages.success(request, f"Superseded by #{successor.pk}.")
             return redirect("memory-detail", slug=workspace.slug, memory_id=successor.pk)
