@@ -2,7 +2,15 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
+from contexts.models import (
+    AgentSession,
+    ApiKey,
+    ContextDocument,
+    Declaration,
+    Membership,
+    SessionEvent,
+    Workspace,
+)
 
 
 @admin.register(Workspace)
@@ -32,3 +40,15 @@ class AgentSessionAdmin(admin.ModelAdmin):
 class SessionEventAdmin(admin.ModelAdmin):
     list_display = ["session", "kind", "at"]
     list_filter = ["kind"]
+
+
+@admin.register(Declaration)
+class DeclarationAdmin(admin.ModelAdmin):
+    list_display = ["directory", "workspace", "inherit", "updated_at"]
+    search_fields = ["directory"]
+
+
+@admin.register(ContextDocument)
+class ContextDocumentAdmin(admin.ModelAdmin):
+    list_display = ["path", "workspace", "sha256", "updated_at"]
+    search_fields = ["path"]

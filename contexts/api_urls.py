@@ -2,10 +2,31 @@ from __future__ import annotations
 
 from django.urls import path
 
-from contexts import api
+from contexts import api, context_api
 
 urlpatterns = [
     path("", api.WorkspaceDetailApi.as_view(), name="api-workspace-detail"),
     path("members/", api.MemberListCreateApi.as_view(), name="api-member-list"),
     path("members/<str:username>/", api.MemberDetailApi.as_view(), name="api-member-detail"),
+    path(
+        "contexts/assemble/", context_api.ContextAssembleApi.as_view(), name="api-context-assemble"
+    ),
+    path("contexts/record/", context_api.ContextRecordApi.as_view(), name="api-context-record"),
+    path("contexts/config/", context_api.ContextConfigApi.as_view(), name="api-context-config"),
+    path(
+        "declarations/",
+        context_api.DeclarationListCreateApi.as_view(),
+        name="api-declaration-list",
+    ),
+    path(
+        "declarations/<int:declaration_id>/",
+        context_api.DeclarationDetailApi.as_view(),
+        name="api-declaration-detail",
+    ),
+    path("documents/", context_api.DocumentListCreateApi.as_view(), name="api-document-list"),
+    path(
+        "documents/<int:document_id>/",
+        context_api.DocumentDetailApi.as_view(),
+        name="api-document-detail",
+    ),
 ]

@@ -8,4 +8,6 @@ class ContextsConfig(AppConfig):
     verbose_name = "Contexts: workspaces, keys, sessions"
 
     def ready(self) -> None:
-        from contexts import checks, schema  # noqa: F401  (registers checks and the OpenAPI scheme)
+        from contexts import checks, hook_providers, schema  # noqa: F401  (checks, OpenAPI scheme)
+
+        hook_providers.register()

@@ -166,3 +166,57 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class Declaration(models.Model):
+    """What a directory declares (`.dsh/context.yaml`), kept on the server.
+
+    `source_text` is the file as written and is what the resolver reads; the
+    parsed lists are kept beside it for listing and search. `directory` is
+    the absolute, normalised path of the declaring directory (the parent of
+    `.dsh`) on the agents' machines.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="declarations")
+    directory = models.TextField()
+    source_text = models.TextField(blank=True)
+    system_prompt = models.JSONField(default=list, blank=True)
+    preload = models.JSONField(default=list, blank=True)
+    inherit = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["directory"]
+        constraints = [
+            # Also the index every assembly uses to load a workspace's declarations.
+            models.UniqueConstraint(
+                fields=["workspace", "directory"], name="declaration_directory_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"declaration of {self.directory}"
+
+
+class ContextDocument(models.Model):
+    """A file a declaration names (or a legacy `memory/*.md`), kept on the server."""
+
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="context_documents"
+    )
+    path = models.TextField()
+    content = models.TextField(blank=True)
+    sha256 = models.CharField(max_length=64)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [
+            # Also the index behind assembly reads (by path) and prefix listings.
+            models.UniqueConstraint(
+                fields=["workspace", "path"], name="contextdocument_path_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.path

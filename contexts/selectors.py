@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import posixpath
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from contexts.declarations import ContextConfig, StoredSource
 from contexts.errors import Forbidden, NotFound
-from contexts.models import AgentSession, ApiKey, Membership, Workspace
+from contexts.models import (
+    AgentSession,
+    ApiKey,
+    ContextDocument,
+    Declaration,
+    Membership,
+    Workspace,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -21,6 +31,13 @@ if TYPE_CHECKING:
 # last_used_at is informational; writing it on every request would put a
 # row update on the hot path of every hook call.
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+# Where a workspace keeps its resolver options, inside `Workspace.settings`.
+CONTEXT_SETTINGS_KEY = "context"
+# The session event kinds of context assembly: every assembly, and the one
+# delivery of a session's preload ("preload once per session" reads it).
+CONTEXT_ASSEMBLY_EVENT = "context.assembly"
+CONTEXT_PRELOAD_EVENT = "context.preload"
 
 
 class Access(enum.IntEnum):
@@ -124,3 +141,112 @@ def membership_list(*, workspace: Workspace) -> QuerySet[Membership]:
 
 def agent_session_list(*, workspace: Workspace) -> QuerySet[AgentSession]:
     return AgentSession.objects.filter(workspace=workspace)
+
+
+# --- declarations and stored context documents ---------------------------------
+
+
+def context_config_for(*, workspace: Workspace) -> ContextConfig:
+    """The workspace's resolver options (`settings["context"]`); `ConfigError` if bad."""
+    return ContextConfig.from_mapping((workspace.settings or {}).get(CONTEXT_SETTINGS_KEY))
+
+
+class StoredDocuments(Mapping[str, str]):
+    """A workspace's declarations and documents as the resolver's path -> text map.
+
+    Every path is listed up front (one query), but a document's content is
+    only fetched when the resolver reads it, so an assembly costs what it
+    reads, not what the workspace holds. Declarations sit at
+    `<directory>/<declarationFile>` and win over a document at that path.
+    """
+
+    def __init__(self, *, workspace: Workspace, declaration_file: str) -> None:
+        self._workspace = workspace
+        self._texts: dict[str, str] = {
+            posixpath.join(directory, declaration_file): text
+            for directory, text in Declaration.objects.filter(workspace=workspace).values_list(
+                "directory", "source_text"
+            )
+        }
+        self._paths = set(self._texts).union(
+            ContextDocument.objects.filter(workspace=workspace).values_list("path", flat=True)
+        )
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._paths
+
+    def __getitem__(self, path: str) -> str:
+        if path not in self._paths:
+            raise KeyError(path)
+        if path not in self._texts:
+            content = (
+                ContextDocument.objects.filter(workspace=self._workspace, path=path)
+                .values_list("content", flat=True)
+                .first()
+            )
+            if content is None:
+                raise KeyError(path)
+            self._texts[path] = content
+        return self._texts[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._paths))
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def context_source_for(*, workspace: Workspace, config: ContextConfig) -> StoredSource:
+    return StoredSource(
+        StoredDocuments(workspace=workspace, declaration_file=config.declaration_file)
+    )
+
+
+def declaration_list(*, workspace: Workspace, directory: str = "") -> QuerySet[Declaration]:
+    declarations = Declaration.objects.filter(workspace=workspace)
+    if directory:
+        declarations = declarations.filter(directory=directory)
+    return declarations.order_by("directory")
+
+
+def declaration_get(*, workspace: Workspace, declaration_id: int) -> Declaration:
+    declaration = Declaration.objects.filter(workspace=workspace, pk=declaration_id).first()
+    if declaration is None:
+        raise NotFound(f"No declaration {declaration_id}.", code="declaration_not_found")
+    return declaration
+
+
+def context_document_list(*, workspace: Workspace, prefix: str = "") -> QuerySet[ContextDocument]:
+    """Documents without their content (`defer`): listings never need it."""
+    documents = ContextDocument.objects.filter(workspace=workspace).defer("content")
+    if prefix:
+        documents = documents.filter(path__startswith=prefix)
+    return documents.order_by("path")
+
+
+def context_document_get(*, workspace: Workspace, document_id: int) -> ContextDocument:
+    document = ContextDocument.objects.filter(workspace=workspace, pk=document_id).first()
+    if document is None:
+        raise NotFound(f"No document {document_id}.", code="document_not_found")
+    return document
+
+
+def session_context_log(*, session: AgentSession) -> list[dict[str, Any]]:
+    """Every context assembly a session was given, oldest first, texts restored.
+
+    An assembly event stores a section's text only when it differs from the
+    previous assembly's (see `services.context_assembly_record`), so the
+    texts are carried forward here: each entry's sections have their `text`.
+    """
+    texts: dict[str, str] = {}
+    log = []
+    events = session.events.filter(kind=CONTEXT_ASSEMBLY_EVENT).order_by("at", "id")
+    for event in events:
+        payload = dict(event.payload)
+        texts.update(payload.pop("texts", {}))
+        payload["sections"] = [
+            {**section, "text": texts.get(section["sha256"])}
+            for section in payload.get("sections", [])
+        ]
+        log.append({"id": event.pk, "at": event.at, **payload})
+    return log

@@ -2,18 +2,52 @@
 
 from __future__ import annotations
 
+import dataclasses
+import posixpath
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from contexts.declarations import (
+    ENV_PREFIX,
+    MAX_FILE_BYTES,
+    Assembly,
+    ConfigError,
+    ContextConfig,
+    DeclarationError,
+    Preload,
+    assemble,
+    normalize_path,
+    parse_declaration,
+    sha256_text,
+)
 from contexts.errors import Conflict, Forbidden, Invalid, NotFound
-from contexts.models import AgentSession, ApiKey, Membership, Workspace
-from contexts.selectors import hash_key
+from contexts.models import (
+    AgentSession,
+    ApiKey,
+    ContextDocument,
+    Declaration,
+    Membership,
+    SessionEvent,
+    Workspace,
+)
+from contexts.selectors import (
+    CONTEXT_ASSEMBLY_EVENT,
+    CONTEXT_PRELOAD_EVENT,
+    CONTEXT_SETTINGS_KEY,
+    context_config_for,
+    context_document_get,
+    context_source_for,
+    declaration_get,
+    hash_key,
+)
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -213,3 +247,293 @@ def agent_session_get_or_create(
         defaults={"user": user, "app": app[:64], **fields},
     )
     return session
+
+
+# --- declarations, stored documents and context assembly -----------------------
+
+MAX_PATH_CHARS = 4096
+MAX_DOCUMENTS_PER_CALL = 1000
+
+
+def _clean_path(value: str, *, what: str) -> str:
+    """An absolute, normalised POSIX path, as the resolver compares them."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise Invalid(f"The {what} must be an absolute path.", code="invalid_path")
+    if "\x00" in value or len(value) > MAX_PATH_CHARS:
+        raise Invalid(f"The {what} {value[:80]!r} is not a usable path.", code="invalid_path")
+    _check_utf8(value, what=what)
+    return normalize_path(value)
+
+
+def _check_utf8(text: str, *, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Invalid(f"The {what} is not valid Unicode text.", code="invalid_text") from None
+    if "\x00" in text:
+        raise Invalid(f"The {what} contains a NUL character.", code="invalid_text")
+
+
+def context_config_set(*, workspace: Workspace, options: Mapping[str, Any]) -> ContextConfig:
+    """Replace the workspace's resolver options (spelt as in the design: `perFileBytes`…)."""
+    try:
+        config = ContextConfig.from_mapping(options)
+    except ConfigError as exc:
+        raise Invalid(f"Context options: {exc}.", code="invalid_config") from None
+    with transaction.atomic():
+        locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        locked.settings = {**(locked.settings or {}), CONTEXT_SETTINGS_KEY: config.to_mapping()}
+        locked.save(update_fields=["settings"])
+    workspace.settings = locked.settings
+    return config
+
+
+def _declaration_file(workspace: Workspace) -> str:
+    try:
+        return context_config_for(workspace=workspace).declaration_file
+    except ConfigError:
+        return ContextConfig().declaration_file
+
+
+def declaration_store(
+    *, workspace: Workspace, directory: str, source_text: str
+) -> tuple[Declaration, bool]:
+    """Create or replace what `directory` declares; (declaration, created).
+
+    A declaration that does not parse is refused with its line number
+    (`invalid_declaration`, `line`), so a stored one always parses.
+    """
+    directory = _clean_path(directory, what="directory")
+    _check_utf8(source_text, what="declaration")
+    path = posixpath.join(directory, _declaration_file(workspace))
+    try:
+        parsed = parse_declaration(source_text, path=path)
+    except DeclarationError as exc:
+        raise Invalid(str(exc), code="invalid_declaration", extra={"line": exc.line}) from None
+    declaration, created = Declaration.objects.update_or_create(
+        workspace=workspace,
+        directory=directory,
+        defaults={
+            "source_text": source_text,
+            "system_prompt": list(parsed.system_prompt),
+            "preload": list(parsed.preload),
+            "inherit": parsed.inherit,
+        },
+    )
+    return declaration, created
+
+
+def declaration_delete(*, workspace: Workspace, declaration_id: int) -> None:
+    declaration_get(workspace=workspace, declaration_id=declaration_id).delete()
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    path: str
+    sha256: str
+    bytes: int
+
+
+def context_documents_store(
+    *, workspace: Workspace, documents: Sequence[tuple[str, str]]
+) -> list[StoredDocument]:
+    """Create or replace documents by path, all or none.
+
+    A declaration file is not a document: it is stored with `declaration_store`.
+    """
+    if len(documents) > MAX_DOCUMENTS_PER_CALL:
+        raise Invalid(
+            f"At most {MAX_DOCUMENTS_PER_CALL} documents at a time.", code="too_many_documents"
+        )
+    suffix = "/" + _declaration_file(workspace)
+    rows: dict[str, ContextDocument] = {}
+    stored = []
+    for raw_path, content in documents:
+        path = _clean_path(raw_path, what="document path")
+        if path.endswith(suffix):
+            raise Invalid(
+                f"{path} is a declaration file: store it as a declaration.",
+                code="declaration_path",
+            )
+        if path in rows:
+            raise Invalid(f"{path} is given twice.", code="duplicate_path")
+        _check_utf8(content, what=f"content of {path}")
+        size = len(content.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            raise Invalid(
+                f"{path} has {size} bytes; a context document may have {MAX_FILE_BYTES}.",
+                code="document_too_large",
+            )
+        digest = sha256_text(content)
+        rows[path] = ContextDocument(workspace=workspace, path=path, content=content, sha256=digest)
+        stored.append(StoredDocument(path=path, sha256=digest, bytes=size))
+    ContextDocument.objects.bulk_create(
+        list(rows.values()),
+        update_conflicts=True,
+        unique_fields=["workspace", "path"],
+        update_fields=["content", "sha256", "updated_at"],
+    )
+    return stored
+
+
+def context_document_delete(*, workspace: Workspace, document_id: int) -> None:
+    context_document_get(workspace=workspace, document_id=document_id).delete()
+
+
+@dataclass(frozen=True)
+class DeliveredContext:
+    """An assembly as given to a session: the preload only if it was never given."""
+
+    session: AgentSession
+    assembly: Assembly
+    preload: Preload | None
+    preload_delivered_at: datetime | None  # when it was given before, if it was
+    event: SessionEvent
+
+
+def context_assemble(
+    *,
+    workspace: Workspace,
+    session: AgentSession,
+    directory: str,
+    device: str | None = None,
+    hostname: str | None = None,
+    env: Mapping[str, str] | None = None,
+    delegation_depth: int = 0,
+) -> DeliveredContext:
+    """Assemble `directory`'s context from the stored declarations and documents,
+    and record it on the session."""
+    directory = _clean_path(directory, what="directory")
+    env = _clean_env(env or {})
+    warnings = []
+    try:
+        config = context_config_for(workspace=workspace)
+    except ConfigError as exc:
+        config = ContextConfig()
+        warnings.append(f"the workspace's context options are unusable ({exc}); defaults apply")
+    assembly = assemble(
+        source=context_source_for(workspace=workspace, config=config),
+        directory=directory,
+        config=config,
+        env=env,
+        device=device,
+        hostname=hostname,
+        delegation_depth=delegation_depth,
+    )
+    if warnings:
+        assembly = dataclasses.replace(assembly, warnings=(*warnings, *assembly.warnings))
+    return context_assembly_record(
+        session=session,
+        assembly=assembly,
+        origin="server",
+        request={
+            "device": device or "",
+            "hostname": hostname or "",
+            "env": dict(sorted(env.items())),
+            "delegation_depth": delegation_depth,
+        },
+    )
+
+
+def _clean_env(env: Mapping[str, str]) -> dict[str, str]:
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX):
+            raise Invalid(
+                f"Only {ENV_PREFIX}* variables are accepted, not {name!r}.", code="invalid_env"
+            )
+        _check_utf8(value, what=name)
+    return dict(env)
+
+
+def context_assembly_from_json(data: Any) -> Assembly:
+    """An assembly a client resolved (`memflow context --json`), checked."""
+    try:
+        _check_strings(data, what="assembly")
+        return Assembly.from_json(data)
+    except ValueError as exc:
+        raise Invalid(f"The assembly is not usable: {exc}.", code="invalid_assembly") from None
+
+
+def _check_strings(value: Any, *, what: str, depth: int = 0) -> None:
+    """Every string in a JSON value is storable text (no NUL, no lone surrogate)."""
+    if depth > 8:
+        raise ValueError(f"{what} is nested too deeply")
+    if isinstance(value, str):
+        _check_utf8(value, what=what)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, what=what, depth=depth + 1)
+            _check_strings(item, what=f"{what}.{key}", depth=depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, what=what, depth=depth + 1)
+
+
+def context_assembly_record(
+    *,
+    session: AgentSession,
+    assembly: Assembly | Mapping[str, Any],
+    origin: str = "client",
+    request: Mapping[str, Any] | None = None,
+) -> DeliveredContext:
+    """Record an assembly on the session's event log and decide its preload.
+
+    For an assembly resolved on the agent's disk (`memflow context --json`,
+    given as its JSON), `origin="client"`: its hashes are checked first.
+    The preload is delivered only if the session has no `context.preload`
+    event yet; the session row is locked meanwhile, so two concurrent first
+    assemblies deliver it once. A section's text is stored only when its hash
+    is not among the previous assembly's sections (`session_context_log`
+    restores the rest).
+    """
+    if not isinstance(assembly, Assembly):
+        assembly = context_assembly_from_json(assembly)
+    with transaction.atomic():
+        # The session row's lock makes its assemblies take turns, so the
+        # preload check below and the preload event cannot interleave.
+        list(AgentSession.objects.select_for_update().filter(pk=session.pk).values_list("pk"))
+        delivered = session.events.filter(kind=CONTEXT_PRELOAD_EVENT).order_by("at", "id").first()
+        previous = session.events.filter(kind=CONTEXT_ASSEMBLY_EVENT).order_by("-at", "-id").first()
+        known = (
+            {s.get("sha256") for s in previous.payload.get("sections", [])} if previous else set()
+        )
+        preload = assembly.preload if delivered is None else None
+        payload: dict[str, Any] = {
+            "origin": origin,
+            "directory": assembly.directory,
+            "request": dict(request or {}),
+            "declarations": [d.to_json() for d in assembly.declarations],
+            "sections": [
+                {k: v for k, v in s.to_json().items() if k != "text"}
+                | {"bytes": len(s.text.encode("utf-8"))}
+                for s in assembly.sections
+            ],
+            "texts": {s.sha256: s.text for s in assembly.sections if s.sha256 not in known},
+            "preload": None,
+            "notes": list(assembly.notes),
+            "warnings": list(assembly.warnings),
+            "suppressed": assembly.suppressed,
+        }
+        if assembly.preload is not None:
+            payload["preload"] = {
+                "sha256": assembly.preload.sha256,
+                "files": [f.to_json() for f in assembly.preload.files],
+                "left_out": list(assembly.preload.left_out),
+                "delivered": preload is not None,
+            }
+        event = SessionEvent.objects.create(
+            session=session, kind=CONTEXT_ASSEMBLY_EVENT, payload=payload
+        )
+        if preload is not None:
+            SessionEvent.objects.create(
+                session=session,
+                kind=CONTEXT_PRELOAD_EVENT,
+                payload={"assembly_event": event.pk, **preload.to_json()},
+            )
+    return DeliveredContext(
+        session=session,
+        assembly=assembly,
+        preload=preload,
+        preload_delivered_at=delivered.at if delivered else None,
+        event=event,
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import os
 import secrets
 import signal
@@ -299,11 +300,69 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- context -----------------------------------------------------------------
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    # No setup_django(): the resolver is plain Python and runs on an agent's
+    # machine with no server and no database.
+    from memflow_site import context_cli
+
+    try:
+        return context_cli.run(args)
+    except context_cli.ContextCommandError as exc:
+        raise CommandError(str(exc)) from None
+
+
+# --- hooks ---------------------------------------------------------------------
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from memflow_site import hook_client
+
+    return hook_client.main(args.event)
+
+
+def _hook_target(args: argparse.Namespace) -> Path:
+    from memflow_site import install_hooks
+
+    if args.dsh:
+        return install_hooks.dsh_settings_path(Path(args.dsh))
+    return install_hooks.claude_settings_path(user=args.user, project_dir=Path.cwd())
+
+
+def cmd_install_hooks(args: argparse.Namespace) -> int:
+    from memflow_site import install_hooks
+
+    merged = install_hooks.merge_hooks({}, install_hooks.memflow_command())
+    if args.print:
+        print(json.dumps(merged, indent=2))
+        return 0
+    path = _hook_target(args)
+    current = install_hooks.read_json(path)
+    install_hooks.write_json(
+        path, install_hooks.merge_hooks(current, install_hooks.memflow_command())
+    )
+    say(
+        f"memflow hooks written to {path}. Set MEMFLOW_URL, MEMFLOW_API_KEY (and MEMFLOW_WORKSPACE) for the harness."
+    )
+    return 0
+
+
+def cmd_uninstall_hooks(args: argparse.Namespace) -> int:
+    from memflow_site import install_hooks
+
+    path = _hook_target(args)
+    if path.exists():
+        install_hooks.write_json(path, install_hooks.remove_hooks(install_hooks.read_json(path)))
+        say(f"memflow hooks removed from {path}.")
+    return 0
+
+
 # --- bench -------------------------------------------------------------------
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    import json
 
     setup_django()
     migrate(verbosity=0)
@@ -372,6 +431,35 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--scope", choices=["read", "write", "admin"], default="write")
     ck.add_argument("--name")
     ck.set_defaults(func=cmd_createkey)
+    hook = sub.add_parser(
+        "hook", help="run as a harness hook: JSON on stdin, what to inject on stdout"
+    )
+    hook.add_argument(
+        "event", help="session-start, user-prompt, post-tool-use, stop, pre-compact, session-end"
+    )
+    hook.set_defaults(func=cmd_hook)
+
+    for name, func, verb in (
+        ("install-hooks", cmd_install_hooks, "write"),
+        ("uninstall-hooks", cmd_uninstall_hooks, "remove"),
+    ):
+        inst = sub.add_parser(
+            name, help=f"{verb} memflow's hooks in Claude Code's or dsh's settings"
+        )
+        which = inst.add_mutually_exclusive_group()
+        which.add_argument("--claude-code", action="store_true", help="Claude Code (the default)")
+        which.add_argument("--dsh", metavar="PROFILE_DIR", help="a dsh profile directory")
+        where = inst.add_mutually_exclusive_group()
+        where.add_argument(
+            "--project", action="store_true", help="this project's .claude/settings.json (default)"
+        )
+        where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
+        if name == "install-hooks":
+            inst.add_argument(
+                "--print", action="store_true", help="print the hooks JSON instead of writing it"
+            )
+        inst.set_defaults(func=func)
+
     imp = sub.add_parser("import", help="import data (core: an HME MEMORY.md / USER.md file)")
     imp.add_argument("kind", choices=["core"])
     imp.add_argument("file")
@@ -387,6 +475,24 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--user", help="owner of a USER document")
     exp.add_argument("--out", help="write here instead of stdout")
     exp.set_defaults(func=cmd_export)
+
+    context = sub.add_parser(
+        "context",
+        help="print the context a session opened in DIR is given; "
+        "`context push DIR` uploads DIR's declarations and files to the server",
+    )
+    context.add_argument(
+        "target", nargs="*", metavar="[push] DIR", help="the directory (default: here)"
+    )
+    context.add_argument("--json", action="store_true", help="the assembly as JSON")
+    context.add_argument("--discover", choices=["nearest", "cwd"], help="overrides the options")
+    context.add_argument("--device", help="the value of ${device} (default: the .device lookup)")
+    context.add_argument("--hostname", help="the value of ${hostname} (default: this machine's)")
+    context.add_argument("--config", help="a YAML or JSON file of options (perFileBytes, …)")
+    context.add_argument(
+        "--delegation-depth", type=int, default=0, help="the session's delegation depth"
+    )
+    context.set_defaults(func=cmd_context)
 
     bench = sub.add_parser(
         "bench", help="measure speed and recall quality (see README, Performance)"

@@ -8,10 +8,9 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
 
 from contexts.auth import request_user
 from contexts.dashboard import HtmxHttpRequest, workspace_for_page
@@ -152,9 +151,10 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
 
 
 @login_required
-@require_POST
 def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: str) -> HttpResponse:
     workspace, _ = workspace_for_page(request, slug, Access.WRITE)
+    if request.method != "POST":  # checked after access, so outsiders see 404, not 405
+        return HttpResponseNotAllowed(["POST"])
     memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
     if memory is None:
         from django.http import Http404
@@ -231,9 +231,10 @@ def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> d
 
 
 @login_required
-@require_POST
 def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug, Access.WRITE)
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
     user = request_user(request)
     scope = core.scope_for(target)
     owner = user if scope == CoreMemory.Scope.USER else None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memories import lexical
+from memories.secrets import find_secret
 
 WORD = re.compile(r"\S+")
 
@@ -160,8 +161,8 @@ def build_docs(packages: list[Package], *, per_package: int = 1, min_words: int 
                 continue
             text = f"{package.name}: {body}"
             norm = lexical.normalize(text)
-            if norm in seen:
-                continue
+            if norm in seen or find_secret(text):
+                continue  # a repeat, or text the credential filter refuses (PEM examples)
             seen.add(norm)
             key = package.name if number == 0 else f"{package.name}#{number}"
             docs.append(

@@ -231,3 +231,35 @@ def test_a_project_root_maps_to_a_workspace_created_on_first_use(bob, make_key, 
         "/api/v1/hooks/stop", {"session_id": "y", "project_root": "/elsewhere"}, format="json"
     )
     assert unknown.json()["code"] == "project_not_mapped"
+
+
+def test_stored_declarations_give_identity_each_session_and_preload_once(acme, hook):
+    from contexts import services as context_services
+
+    context_services.declaration_store(
+        workspace=acme,
+        directory="/srv/acme",
+        source_text="systemPrompt:\n  - AGENT.md\npreload:\n  - memory/status.md\n",
+    )
+    context_services.context_documents_store(
+        workspace=acme,
+        documents=[
+            ("/srv/acme/AGENT.md", "You are the Acme release engineer."),
+            ("/srv/acme/memory/status.md", "Release 4.2 is blocked on QA."),
+        ],
+    )
+    first = hook("session-start", cwd="/srv/acme", session_id="decl-1")
+    texts = {b["name"]: b["text"] for b in first["blocks"]}
+    assert any(
+        "You are the Acme release engineer." in t
+        for n, t in texts.items()
+        if n.startswith("context:")
+    )
+    assert "Release 4.2 is blocked on QA." in texts["context:preload"]
+    order = [b["name"] for b in first["blocks"]]
+    assert order.index("context:preload") > order.index("memflow:protocol")
+    again = hook("session-start", cwd="/srv/acme", session_id="decl-1", source="resume")
+    assert "context:preload" not in {b["name"] for b in again["blocks"]}
+    assert "You are the Acme release engineer." in again["additionalContext"]
+    other = hook("session-start", cwd="/srv/acme", session_id="decl-2")
+    assert "context:preload" in {b["name"] for b in other["blocks"]}
