@@ -200,3 +200,32 @@ class KeyRevokeApi(APIView):
             raise Forbidden("A read-only key cannot revoke keys.", code="key_scope")
         services.apikey_revoke(user=request_user(request), key_id=key_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MuteApi(WorkspaceApiView):
+    """Mute the per-turn working context (recall, lessons, index) for a while."""
+
+    class InputSerializer(serializers.Serializer):
+        minutes = serializers.IntegerField(
+            min_value=0, max_value=60 * 24 * 30, help_text="0 unmutes"
+        )
+        scope = serializers.ChoiceField(choices=["workspace", "user"], default="workspace")
+
+    class OutputSerializer(serializers.Serializer):
+        muted_until = serializers.CharField(allow_null=True)
+        scope = serializers.CharField()
+
+    @extend_schema(
+        operation_id="workspace_mute", request=InputSerializer, responses=OutputSerializer
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values: dict[str, Any] = data.validated_data
+        until = services.workspace_mute(
+            workspace=self.workspace,
+            user=request_user(request),
+            minutes=values["minutes"],
+            for_user=values["scope"] == "user",
+        )
+        return Response({"muted_until": until, "scope": values["scope"]})

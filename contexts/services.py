@@ -7,7 +7,7 @@ import posixpath
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib.auth import get_user_model
@@ -537,3 +537,32 @@ def context_assembly_record(
         preload_delivered_at=delivered.at if delivered else None,
         event=event,
     )
+
+
+def workspace_mute(*, workspace: Workspace, user: User, minutes: int, for_user: bool) -> str | None:
+    """Mute the per-turn working context for a while (0 unmutes); the tools keep working.
+
+    `for_user` mutes only this user's sessions in the workspace. Returns the
+    ISO time the mute ends, or None when unmuted.
+    """
+    if minutes < 0 or minutes > 60 * 24 * 30:
+        raise Invalid("Mute for 0 (off) to 43,200 minutes (30 days).", code="invalid_duration")
+    until = (timezone.now() + timedelta(minutes=minutes)).isoformat() if minutes else None
+    with transaction.atomic():
+        locked = Workspace.objects.select_for_update().get(pk=workspace.pk)
+        settings = dict(locked.settings or {})
+        if for_user:
+            users = dict(settings.get("muted_users") or {})
+            if until:
+                users[str(user.pk)] = until
+            else:
+                users.pop(str(user.pk), None)
+            settings["muted_users"] = users
+        elif until:
+            settings["muted_until"] = until
+        else:
+            settings.pop("muted_until", None)
+        locked.settings = settings
+        locked.save(update_fields=["settings"])
+    workspace.settings = settings
+    return until

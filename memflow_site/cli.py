@@ -323,6 +323,12 @@ def cmd_hook(args: argparse.Namespace) -> int:
     return hook_client.main(args.event)
 
 
+def cmd_mute(args: argparse.Namespace) -> int:
+    from memflow_site import hook_client
+
+    return hook_client.mute(args.duration, for_user=args.user)
+
+
 def _hook_target(args: argparse.Namespace) -> Path:
     from memflow_site import install_hooks
 
@@ -438,6 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
         "event", help="session-start, user-prompt, post-tool-use, stop, pre-compact, session-end"
     )
     hook.set_defaults(func=cmd_hook)
+
+    mute = sub.add_parser(
+        "mute", help="mute the per-turn working context for a while (the tools keep working)"
+    )
+    mute.add_argument("duration", help="30m, 2h, 1d, or off")
+    mute.add_argument("--user", action="store_true", help="only your own sessions in the workspace")
+    mute.set_defaults(func=cmd_mute)
 
     for name, func, verb in (
         ("install-hooks", cmd_install_hooks, "write"),

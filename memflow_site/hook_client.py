@@ -178,3 +178,62 @@ def main(event_name: str) -> int:
         sys.stdout.write(output + "\n")
         sys.stdout.flush()
     return 0
+
+
+def parse_minutes(text: str) -> int:
+    """`30m`, `2h`, `1d`, `45` (minutes) or `off` (0)."""
+    value = text.strip().lower()
+    if value in ("off", "0", "no"):
+        return 0
+    units = {"m": 1, "h": 60, "d": 1440}
+    if value[-1:] in units:
+        return int(float(value[:-1]) * units[value[-1]])
+    return int(value)
+
+
+def mute(duration: str, *, for_user: bool) -> int:
+    """`memflow mute 30m` / `memflow mute off`: ask the server, say what happened."""
+    config = load_config()
+    try:
+        minutes = parse_minutes(duration)
+    except ValueError:
+        print(f"memflow: {duration!r} is not a duration (30m, 2h, 1d or off).", file=sys.stderr)
+        return 1
+    workspace = config.get("workspace")
+    if not workspace:
+        print(
+            "memflow: set MEMFLOW_WORKSPACE (or `workspace` in the config file).", file=sys.stderr
+        )
+        return 1
+    request = urllib.request.Request(
+        f"{str(config['url']).rstrip('/')}/api/v1/workspaces/{workspace}/mute/",
+        data=json.dumps(
+            {"minutes": minutes, "scope": "user" if for_user else "workspace"}
+        ).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {config.get('api_key', '')}",
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(
+            request, timeout=float(config.get("timeout") or DEFAULT_TIMEOUT)
+        ) as response:
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        detail = json.loads(exc.read() or b"{}").get("detail", str(exc))
+        print(f"memflow: {detail}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"memflow: cannot reach {config['url']}: {exc}", file=sys.stderr)
+        return 1
+    who = "your sessions" if for_user else "everyone"
+    if answer.get("muted_until"):
+        print(
+            f"Working context muted for {who} in {workspace} until {answer['muted_until']}.",
+            file=sys.stderr,
+        )
+    else:
+        print(f"Working context unmuted for {who} in {workspace}.", file=sys.stderr)
+    return 0

@@ -149,6 +149,20 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
         )
         assert code == 0 and out == ""
 
+        muted = subprocess.run(
+            [MEMFLOW, "mute", "30m"], env=hook_env, capture_output=True, text=True, timeout=30
+        )
+        assert muted.returncode == 0 and "muted" in muted.stderr
+        out, _, _ = run_hook(
+            "user-prompt",
+            {**base, "hook_event_name": "UserPromptSubmit", "prompt": "billing worker retries?"},
+            hook_env,
+        )
+        assert out == ""  # muted: no per-turn context
+        subprocess.run(
+            [MEMFLOW, "mute", "off"], env=hook_env, check=True, capture_output=True, timeout=30
+        )
+
         memories = api.get("/memories/?status=all&limit=100").json()["results"]
         captured = [m for m in memories if m["source"] == "hook" and m["compartment"] == ""]
         assert [m["text"] for m in captured] == [

@@ -263,3 +263,24 @@ def test_stored_declarations_give_identity_each_session_and_preload_once(acme, h
     assert "You are the Acme release engineer." in again["additionalContext"]
     other = hook("session-start", cwd="/srv/acme", session_id="decl-2")
     assert "context:preload" in {b["name"] for b in other["blocks"]}
+
+
+def test_mute_through_the_api_and_back(acme, bob, make_key, api, hook):
+    from memories import services as memory_services
+
+    memory_services.memory_remember(
+        workspace=acme, item=RememberInput(text="Grafana dashboards live in ops/grafana")
+    )
+    client = api(make_key(bob))
+    muted = client.post(
+        "/api/v1/workspaces/acme/mute/", {"minutes": 30, "scope": "user"}, format="json"
+    ).json()
+    assert muted["muted_until"] and muted["scope"] == "user"
+    assert hook("user-prompt", prompt="where are the grafana dashboards?")["muted"] is True
+    client.post("/api/v1/workspaces/acme/mute/", {"minutes": 0, "scope": "user"}, format="json")
+    answer = hook("user-prompt", prompt="where are the grafana dashboards?", session_id="cc-2")
+    assert answer["muted"] is False and any(b["name"] == "memflow:recall" for b in answer["blocks"])
+    assert (
+        client.post("/api/v1/workspaces/acme/mute/", {"minutes": -1}, format="json").status_code
+        == 400
+    )
