@@ -387,6 +387,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         results.append(result)
     if what in ("import", "all"):
         results.append(run.bench_import(count=args.count))
+    if what in ("hooks", "all"):
+        results.append(
+            run.bench_hooks(size=args.size or 100000, prompts=min(args.queries, 200), cli_runs=30)
+        )
     if what in ("dedupe", "all"):
         results.append(run.bench_dedupe(size=args.size or 20000, sample=args.sample))
     for result in results:
@@ -510,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench", help="measure speed and recall quality (see README, Performance)"
     )
-    bench.add_argument("what", choices=["quality", "recall", "import", "dedupe", "all"])
+    bench.add_argument("what", choices=["quality", "recall", "import", "dedupe", "hooks", "all"])
     bench.add_argument("--size", type=int, help="memories in the bench workspace")
     bench.add_argument(
         "--queries", type=int, default=400, help="labelled queries (quality) or recalls timed"

@@ -9,8 +9,10 @@ the same thing at the same moment fold into one entry instead of racing.
 from __future__ import annotations
 
 import hashlib
+import queue
+import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -752,3 +754,60 @@ def ledger_record(
             for i in ids
         ]
     )
+
+
+def memory_remember_stream(
+    *,
+    workspace: Workspace,
+    items: Iterable[RememberInput],
+    batch: int = 64,
+    user: User | None = None,
+    session: AgentSession | None = None,
+) -> Iterator[list[RememberResult]]:
+    """Remember a long sequence, embedding the next batch while this one is written.
+
+    The embedding model is the bottleneck of an import; running it in a
+    second thread while the database takes the previous batch hides most of
+    the database's share. Yields each batch's results in order. Items are
+    validated per batch; an invalid one stops the stream with its error
+    (importers validate first and skip what they cannot store).
+    """
+    embedder = get_embedder()
+    chunks: queue.Queue[tuple[list[RememberInput], np.ndarray] | BaseException | None] = (
+        queue.Queue(maxsize=2)
+    )
+
+    def produce() -> None:
+        try:
+            pending: list[RememberInput] = []
+            for item in items:
+                pending.append(item)
+                if len(pending) == batch:
+                    chunks.put(
+                        (
+                            pending,
+                            embedder.encode([i.text.strip() for i in pending], batch_size=batch),
+                        )
+                    )
+                    pending = []
+            if pending:
+                chunks.put(
+                    (pending, embedder.encode([i.text.strip() for i in pending], batch_size=batch))
+                )
+            chunks.put(None)
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            chunks.put(exc)
+
+    worker = threading.Thread(target=produce, name="memflow-embed", daemon=True)
+    worker.start()
+    while True:
+        chunk = chunks.get()
+        if chunk is None:
+            break
+        if isinstance(chunk, BaseException):
+            raise chunk
+        batch_items, vectors = chunk
+        yield memory_remember_bulk(
+            workspace=workspace, items=batch_items, user=user, session=session, vectors=vectors
+        )
+    worker.join()

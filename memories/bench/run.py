@@ -75,9 +75,19 @@ def vector_cache() -> VectorCache:
 # --- loading a bench workspace ---------------------------------------------------------
 
 
+def bench_user() -> User:
+    """The owner of bench workspaces: active (its keys authenticate), no usable password."""
+    user, created = User.objects.get_or_create(username="memflow-bench")
+    if created or not user.is_active:
+        user.set_unusable_password()
+        user.is_active = True
+        user.save()
+    return user
+
+
 def bench_workspace(name: str) -> tuple[Workspace, bool]:
     """The workspace a bench fills; (workspace, is_new)."""
-    user, _ = User.objects.get_or_create(username="memflow-bench", defaults={"is_active": False})
+    user = bench_user()
     workspace = Workspace.objects.filter(slug=name).first()
     if workspace is not None:
         return workspace, False
@@ -307,14 +317,12 @@ def bench_import(*, count: int, batch: int = 64) -> dict[str, Any]:
     say(f"memflow bulk remember of the same {len(texts):,} texts…")
     t0 = time.perf_counter()
     outcomes: dict[str, int] = defaultdict(int)
-    for start in range(0, len(texts), batch):
-        results = services.memory_remember_bulk(
-            workspace=workspace,
-            items=[
-                services.RememberInput(text=t, source="import")
-                for t in texts[start : start + batch]
-            ],
-        )
+    stream = services.memory_remember_stream(
+        workspace=workspace,
+        items=(services.RememberInput(text=t, source="import") for t in texts),
+        batch=batch,
+    )
+    for results in stream:
         for r in results:
             outcomes[r.outcome] += 1
     memflow_seconds = time.perf_counter() - t0
@@ -380,5 +388,133 @@ def bench_dedupe(*, size: int, sample: int) -> dict[str, Any]:
         "self_recall_sample": len(picked),
         "self_recall_at_5": round(retrievable / len(picked), 4),
         "true_duplicates_folded": {k: f"{folded[k]}/{total[k]}" for k in total},
+        "machine": machine(),
+    }
+
+
+# --- hooks ------------------------------------------------------------------------------------
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(statistics.median(values), 1),
+        "p95_ms": round(percentile(values, 95), 1),
+        "max_ms": round(max(values), 1),
+    }
+
+
+def bench_hooks(*, size: int, prompts: int, cli_runs: int) -> dict[str, Any]:
+    """The user-prompt hook: server side over `size` memories, then `memflow hook`
+    end to end (Python start-up included) against a real `memflow serve`, and
+    the cold start of `memflow serve` to its first answered hook."""
+    import json
+    import os
+    import socket
+    import subprocess
+
+    import httpx
+
+    from contexts import services as context_services
+    from contexts.hooks.pipeline import hook_handle
+
+    corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(prompts // 2, 1))
+    workspace, _, _ = ensure_loaded(corpus, f"bench-r{size}")
+    user = bench_user()
+    created = context_services.apikey_create(
+        user=user, workspace=workspace, scope="write", name="bench-hooks"
+    )
+    texts = [q.query for q in corpus.queries if q.kind in ("paraphrase", "fragment")][:prompts]
+    get_embedder()
+    for n, text in enumerate(texts[:5]):  # warm up
+        hook_handle(
+            event="user-prompt",
+            payload={"session_id": f"warm-{n}", "prompt": text},
+            user=user,
+            api_key=created.key,
+        )
+    server_side = []
+    show = progress_printer("hook calls")
+    started = time.monotonic()
+    for n, text in enumerate(texts):
+        t0 = time.perf_counter()
+        hook_handle(
+            event="user-prompt",
+            payload={
+                "session_id": f"bench-{n % 20}",
+                "prompt": text,
+                "hook_event_name": "UserPromptSubmit",
+            },
+            user=user,
+            api_key=created.key,
+        )
+        server_side.append((time.perf_counter() - t0) * 1000)
+        show(n + 1, len(texts), time.monotonic() - started)
+
+    # A real server, started cold, then the hook command as a harness runs it.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    memflow = str(Path(sys.executable).with_name("memflow"))
+    env = {**os.environ, "MEMFLOW_DATA_DIR": str(data_dir())}
+    t0 = time.perf_counter()
+    serve = subprocess.Popen(
+        [memflow, "serve", "--port", str(port), "--no-worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    cold_start = None
+    try:
+        deadline = time.monotonic() + 180
+        body = {"session_id": "cold", "prompt": texts[0]}
+        while time.monotonic() < deadline:
+            try:
+                answer = httpx.post(
+                    f"{url}/api/v1/hooks/user-prompt",
+                    json=body,
+                    timeout=60,
+                    headers={"Authorization": f"Bearer {created.raw}"},
+                )
+                if answer.status_code == 200:
+                    cold_start = (time.perf_counter() - t0) * 1000
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        hook_env = {**env, "MEMFLOW_URL": url, "MEMFLOW_API_KEY": created.raw}
+        end_to_end = []
+        for n, text in enumerate(texts[:cli_runs]):
+            payload = json.dumps(
+                {
+                    "session_id": f"cli-{n}",
+                    "prompt": text,
+                    "hook_event_name": "UserPromptSubmit",
+                    "cwd": "/tmp",
+                }
+            )
+            t1 = time.perf_counter()
+            subprocess.run(
+                [memflow, "hook", "user-prompt"],
+                input=payload,
+                env=hook_env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            end_to_end.append((time.perf_counter() - t1) * 1000)
+    finally:
+        import signal
+
+        os.killpg(serve.pid, signal.SIGINT)
+        serve.wait(timeout=30)
+    created.key.delete()
+    return {
+        "bench": "hooks",
+        "size": Memory.objects.filter(workspace=workspace, valid_to__isnull=True).count(),
+        "user_prompt_server_side": _summary(server_side),
+        "memflow_hook_end_to_end": _summary(end_to_end),
+        "serve_cold_start_to_first_hook_ms": round(cold_start, 0) if cold_start else None,
         "machine": machine(),
     }

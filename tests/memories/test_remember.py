@@ -147,3 +147,21 @@ def test_containment_counts_whole_words_only(acme):
     remember(acme, "foo: parses configuration files quickly")
     other = remember(acme, "libfoo: parses configuration files quickly and safely")
     assert other.outcome == "created"
+
+
+def test_a_stream_remembers_in_order_across_batches(acme):
+    texts = [f"Service {i} listens on port {8000 + i} in staging." for i in range(10)]
+    batches = list(
+        services.memory_remember_stream(
+            workspace=acme, items=(RememberInput(text=t) for t in texts), batch=4
+        )
+    )
+    assert [len(b) for b in batches] == [4, 4, 2]
+    assert [r.memory.text for b in batches for r in b] == texts
+    assert Memory.objects.filter(workspace=acme).count() == 10
+
+
+def test_a_bad_item_stops_the_stream_with_its_error(acme):
+    items = [RememberInput(text="fine one"), RememberInput(text="AKIAIOSFODNN7EXAMPLE leaked")]
+    with pytest.raises(services.SecretDetected):
+        list(services.memory_remember_stream(workspace=acme, items=iter(items), batch=1))
