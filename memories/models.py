@@ -106,6 +106,12 @@ class Memory(models.Model):
                 condition=Q(valid_to__isnull=True),
                 name="memory_current_norm_idx",
             ),
+            # Recall restricted to a compartment (lessons, the archive) sizes it first.
+            models.Index(
+                fields=["workspace", "compartment"],
+                condition=Q(valid_to__isnull=True),
+                name="memory_compartment_idx",
+            ),
             # Lists, session packs and stats: a workspace's entries by age.
             models.Index(fields=["workspace", "-created_at"], name="memory_recent_idx"),
             # State history: one key's chain, oldest first.

@@ -145,10 +145,32 @@ def workspace_size(*, workspace: Workspace) -> int:
     return int(row or 0)
 
 
-def _distance_order(workspace: Workspace, vector_sql: str, alias: str = "m") -> str:
-    """ORDER BY expression: the bare operator lets the HNSW index serve it, `+ 0` makes it exact."""
+def _distance_order(
+    workspace: Workspace, vector_sql: str, alias: str = "m", filters: MemoryFilters | None = None
+) -> str:
+    """ORDER BY expression: the bare operator lets the HNSW index serve it, `+ 0` makes it exact.
+
+    Exact when the rows that can match are few: a small workspace, or a
+    compartment filter (lessons, the archive) that leaves few rows — a
+    filtered HNSW scan would otherwise wade through thousands of others.
+    """
     expr = f"{alias}.embedding <=> {vector_sql}"
-    return expr if workspace_size(workspace=workspace) >= EXACT_SCAN_BELOW else f"({expr}) + 0"
+    size = workspace_size(workspace=workspace)
+    if (
+        size >= EXACT_SCAN_BELOW
+        and filters is not None
+        and (filters.compartment is not None or filters.compartments)
+    ):
+        names = (
+            [filters.compartment]
+            if filters.compartment is not None
+            else list(filters.compartments or [])
+        )
+        # Uses index: memory_compartment_idx.
+        size = Memory.objects.filter(
+            workspace=workspace, valid_to__isnull=True, compartment__in=names
+        ).count()
+    return expr if size >= EXACT_SCAN_BELOW else f"({expr}) + 0"
 
 
 def _set_search_options(cursor: Any) -> None:
@@ -174,7 +196,7 @@ def dense_arm(
         SELECT m.id, 1 - (m.embedding <=> %(q)s::vector) AS cos
         FROM memories_memory m
         WHERE m.workspace_id = %(ws)s AND m.embedding IS NOT NULL {where}
-        ORDER BY {_distance_order(workspace, "%(q)s::vector")}
+        ORDER BY {_distance_order(workspace, "%(q)s::vector", filters=filters)}
         LIMIT %(n)s
     """
     with transaction.atomic(), connection.cursor() as cursor:
@@ -780,7 +802,8 @@ def dedupe_neighbours(
         "vs": [_vector_literal(v) for v in vectors],
         "n": limit,
     }
-    if workspace_size(workspace=workspace) * len(vectors) <= EXACT_PROBE_BUDGET:
+    size = workspace_size(workspace=workspace)
+    if size < EXACT_SCAN_BELOW and size * len(vectors) <= EXACT_PROBE_BUDGET:
         # Exact: read the workspace's candidate rows once (through its index)
         # and compare every probe against that set.
         source = """(

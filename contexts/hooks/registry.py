@@ -54,6 +54,8 @@ class HookContext:
     # in this answer: at session start, or when the harness asks for them.
     constant: bool = False
     notes: list[str] = field(default_factory=list)
+    # Work shared between capabilities within one call (e.g. the prompt's embedding).
+    cache: dict[str, Any] = field(default_factory=dict)
 
     def setting(self, name: str, default: Any) -> Any:
         value = (self.workspace.settings or {}).get(name)
