@@ -36,7 +36,7 @@ LEXICAL_CANDIDATES = 50
 # The lexical arm scores only documents containing one of the query's rarer
 # terms, chosen until their document frequencies add up to this: it bounds
 # the work of a query full of common words.
-LEXICAL_POSTINGS_BUDGET = 2000
+LEXICAL_POSTINGS_BUDGET = 1000
 
 
 def _vector_literal(vector: np.ndarray | Sequence[float]) -> str:
