@@ -146,7 +146,11 @@ def workspace_size(*, workspace: Workspace) -> int:
 
 
 def _distance_order(
-    workspace: Workspace, vector_sql: str, alias: str = "m", filters: MemoryFilters | None = None
+    workspace: Workspace,
+    vector_sql: str,
+    alias: str = "m",
+    filters: MemoryFilters | None = None,
+    size: int | None = None,
 ) -> str:
     """ORDER BY expression: the bare operator lets the HNSW index serve it, `+ 0` makes it exact.
 
@@ -155,7 +159,8 @@ def _distance_order(
     filtered HNSW scan would otherwise wade through thousands of others.
     """
     expr = f"{alias}.embedding <=> {vector_sql}"
-    size = workspace_size(workspace=workspace)
+    if size is None:
+        size = workspace_size(workspace=workspace)
     if (
         size >= EXACT_SCAN_BELOW
         and filters is not None
@@ -187,8 +192,9 @@ def dense_arm(
     vector: np.ndarray,
     filters: MemoryFilters,
     limit: int = DENSE_CANDIDATES,
+    size: int | None = None,
 ) -> list[tuple[int, float]]:
-    """(id, cosine similarity), best first, by the HNSW index."""
+    """(id, cosine similarity), best first. `size`: the workspace's entry count, if known."""
     params: dict[str, Any] = {"ws": workspace.pk, "q": _vector_literal(vector), "n": limit}
     where = filters.sql(params)
     # Raw SQL: SET LOCAL for the iterative scan must share the transaction.
@@ -196,7 +202,7 @@ def dense_arm(
         SELECT m.id, 1 - (m.embedding <=> %(q)s::vector) AS cos
         FROM memories_memory m
         WHERE m.workspace_id = %(ws)s AND m.embedding IS NOT NULL {where}
-        ORDER BY {_distance_order(workspace, "%(q)s::vector", filters=filters)}
+        ORDER BY {_distance_order(workspace, "%(q)s::vector", filters=filters, size=size)}
         LIMIT %(n)s
     """
     with transaction.atomic(), connection.cursor() as cursor:
@@ -247,11 +253,13 @@ def lexical_arm(
     filters: MemoryFilters,
     limit: int = LEXICAL_CANDIDATES,
     also_ids: Sequence[int] = (),
+    stats: LexicalStats | None = None,
 ) -> LexicalResult:
     """BM25 over the entries holding the query's rarer terms (plus `also_ids`)."""
     if query.is_empty:
         return LexicalResult(hits=[], total_idf=0.0)
-    stats = lexical_stats(workspace=workspace, terms=query.terms)
+    if stats is None:
+        stats = lexical_stats(workspace=workspace, terms=query.terms)
     known = [t for t in query.terms if stats.df.get(t, 0) > 0]
     if not known and not also_ids:
         return LexicalResult(hits=[], total_idf=0.0)
@@ -468,15 +476,22 @@ def memory_recall(
     filters = filters or MemoryFilters()
     now = now or timezone.now()
     parsed = lexical.parse_query(query)
+    # One read of the term statistics serves both arms (the document count
+    # decides exact vs HNSW, and BM25 needs it too).
+    stats = lexical_stats(workspace=workspace, terms=parsed.terms)
     dense: list[tuple[int, float]] = []
     if arms in ("hybrid", "dense"):
         if vector is None:
             vector = get_embedder().encode_one(query)
-        dense = dense_arm(workspace=workspace, vector=vector, filters=filters)
+        dense = dense_arm(workspace=workspace, vector=vector, filters=filters, size=stats.docs)
     lexical_result = LexicalResult(hits=[], total_idf=0.0)
     if arms in ("hybrid", "lexical"):
         lexical_result = lexical_arm(
-            workspace=workspace, query=parsed, filters=filters, also_ids=[i for i, _ in dense]
+            workspace=workspace,
+            query=parsed,
+            filters=filters,
+            also_ids=[i for i, _ in dense],
+            stats=stats,
         )
     if arms == "dense":
         fusion = Fusion(lexical_weight=0.0, reason="dense arm only")
@@ -545,7 +560,9 @@ def state_current(*, workspace: Workspace, key: str) -> Memory:
 def state_history(*, workspace: Workspace, key: str) -> list[Memory]:
     # Uses index: memory_state_history_idx.
     chain = list(
-        Memory.objects.filter(workspace=workspace, state_key=key).order_by("valid_from", "id")
+        Memory.objects.filter(workspace=workspace, state_key=key)
+        .select_related("workspace", "session")
+        .order_by("valid_from", "id")
     )
     if not chain:
         raise NotFound(f"No state {key!r}.", code="state_not_found")
@@ -556,6 +573,7 @@ def state_keys(*, workspace: Workspace) -> QuerySet[Memory]:
     return (
         Memory.objects.filter(workspace=workspace, valid_to__isnull=True)
         .exclude(state_key="")
+        .select_related("workspace", "session")
         .order_by("state_key")
     )
 
@@ -604,7 +622,9 @@ def memory_conflicts(
         _set_search_options(cursor)
         cursor.execute(sql, params)
         pairs = cursor.fetchall()
-    rows = Memory.objects.in_bulk({i for a, b, _ in pairs for i in (a, b)})
+    rows = Memory.objects.select_related("workspace", "session").in_bulk(
+        {i for a, b, _ in pairs for i in (a, b)}
+    )
     return [
         Conflict(a=rows[a], b=rows[b], cosine=float(c))
         for a, b, c in pairs
@@ -633,7 +653,7 @@ def memory_fading(
             sql, {"ws": workspace.pk, "now": now, "tau": tau, "below": below, "limit": limit}
         )
         found = cursor.fetchall()
-    rows = Memory.objects.in_bulk([i for i, _ in found])
+    rows = Memory.objects.select_related("workspace", "session").in_bulk([i for i, _ in found])
     return [(rows[i], float(r)) for i, r in found if i in rows]
 
 
