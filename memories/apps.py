@@ -8,6 +8,9 @@ class MemoriesConfig(AppConfig):
     verbose_name = "Memories"
 
     def ready(self) -> None:
-        from memories import hooks
+        from django.db.backends.signals import connection_created
+
+        from memories import hooks, selectors
 
         hooks.register()
+        connection_created.connect(selectors.search_settings_apply, dispatch_uid="memories.search")

@@ -25,7 +25,7 @@ from contexts.models import SessionEvent
 from memories import core, rendering, selectors, services
 from memories.conf import memory_setting
 from memories.embeddings import get_embedder
-from memories.models import InjectionEvent
+from memories.models import InjectionEvent, Memory
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +119,11 @@ def restore_block(ctx: HookContext) -> Block | None:
 def lessons_block(ctx: HookContext) -> Block | None:
     query = _per_turn_query(ctx)
     if query is None:
+        return None
+    # Uses index: memory_compartment_idx. Most workspaces have no lessons yet.
+    if not Memory.objects.filter(
+        workspace=ctx.workspace, compartment="lessons", valid_to__isnull=True
+    ).exists():
         return None
     hits = selectors.memory_recall(
         workspace=ctx.workspace,

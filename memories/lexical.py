@@ -85,6 +85,12 @@ def _chunk_terms(chunk: str, *, cjk_unigrams: bool) -> list[str]:
     return terms
 
 
+def compound_parts(term: str) -> list[str]:
+    """The parts a joined term (`var/log`, `foo_bar.so`) is also indexed under; [] if none."""
+    parts = [p.lower() for p in _PARTS.findall(term)]
+    return parts if len(parts) > 1 else []
+
+
 def tokenize(text: str, *, cjk_unigrams: bool = True) -> list[str]:
     """All terms of a text, with repeats (term frequency counts them)."""
     text = unicodedata.normalize("NFKC", text)

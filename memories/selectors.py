@@ -14,10 +14,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from contexts.errors import NotFound
 from contexts.models import Workspace
@@ -178,12 +177,20 @@ def _distance_order(
     return expr if size >= EXACT_SCAN_BELOW else f"({expr}) + 0"
 
 
-def _set_search_options(cursor: Any) -> None:
-    # Filtered HNSW scans keep going until enough rows pass the filter
-    # (pgvector 0.8 iterative scans), so a workspace's results are not cut
-    # short by other workspaces' rows in the same index.
-    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute("SET LOCAL hnsw.ef_search = 64")
+# Filtered HNSW scans keep going until enough rows pass the filter (pgvector
+# 0.8 iterative scans), so a workspace's results are not cut short by other
+# workspaces' rows in the same index. Set once per connection (see
+# MemoriesConfig.ready): per-query SET LOCAL cost a transaction and three
+# round trips on every recall.
+SEARCH_SETTINGS = "SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 64"
+
+
+def search_settings_apply(*, sender: Any, connection: Any, **kwargs: Any) -> None:
+    """`connection_created` receiver: the HNSW search settings for this connection."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(SEARCH_SETTINGS)
 
 
 def dense_arm(
@@ -197,7 +204,7 @@ def dense_arm(
     """(id, cosine similarity), best first. `size`: the workspace's entry count, if known."""
     params: dict[str, Any] = {"ws": workspace.pk, "q": _vector_literal(vector), "n": limit}
     where = filters.sql(params)
-    # Raw SQL: SET LOCAL for the iterative scan must share the transaction.
+    # Raw SQL: `ORDER BY … + 0` (exact scan) has no ORM spelling.
     sql = f"""
         SELECT m.id, 1 - (m.embedding <=> %(q)s::vector) AS cos
         FROM memories_memory m
@@ -205,8 +212,7 @@ def dense_arm(
         ORDER BY {_distance_order(workspace, "%(q)s::vector", filters=filters, size=size)}
         LIMIT %(n)s
     """
-    with transaction.atomic(), connection.cursor() as cursor:
-        _set_search_options(cursor)
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(int(i), float(c)) for i, c in cursor.fetchall()]
 
@@ -235,6 +241,8 @@ class LexicalHit:
     bm25: float
     matched_idf: float  # how much of the query's idf mass this entry contains
     exact_case: bool  # contains an identifier of the query in its exact case
+    cosine: float | None = None  # to the query vector, when the arm was given one
+    phrase: bool = False  # contains the query's words verbatim and in order
 
 
 @dataclass
@@ -246,6 +254,42 @@ class LexicalResult:
         return hit.matched_idf / self.total_idf if self.total_idf else 0.0
 
 
+def _rare_terms(known: Sequence[str], df: dict[str, int]) -> list[str]:
+    """The rarest terms whose postings fit the budget (always at least one)."""
+    selected: list[str] = []
+    postings = 0
+    for term in sorted(known, key=lambda t: df[t]):
+        if selected and postings + df[term] > LEXICAL_POSTINGS_BUDGET:
+            break
+        selected.append(term)
+        postings += df[term]
+    return selected
+
+
+def _exact_case_patterns(identifiers: Sequence[str]) -> list[str]:
+    # An identifier counts as present in its exact case only as a whole
+    # token: not inside a longer word, though a sentence's full stop may follow.
+    return [
+        r"(^|[^\w.:/+-])" + re.escape(ident) + r"([^\w:/+-]|[.:/+-](?!\w)|$)"
+        for ident in identifiers
+    ]
+
+
+PHRASE_MIN_WORDS = 3
+
+
+def _phrase_pattern(text: str) -> str | None:
+    """A case-insensitive regex for the query's words in order, any punctuation between.
+
+    BM25 ignores word order, so a passage quoted from memory ties with every
+    entry that merely shares its words; an in-order match breaks the tie.
+    """
+    words = re.findall(r"\w+", text)
+    if len(words) < PHRASE_MIN_WORDS:
+        return None
+    return r"\m" + r"\W+".join(re.escape(w) for w in words) + r"\M"
+
+
 def lexical_arm(
     *,
     workspace: Workspace,
@@ -254,8 +298,15 @@ def lexical_arm(
     limit: int = LEXICAL_CANDIDATES,
     also_ids: Sequence[int] = (),
     stats: LexicalStats | None = None,
+    vector: np.ndarray | None = None,
+    text: str = "",
 ) -> LexicalResult:
-    """BM25 over the entries holding the query's rarer terms (plus `also_ids`)."""
+    """BM25 over the entries holding the query's rarer terms (plus `also_ids`).
+
+    With `vector`, each hit also carries its cosine to it, read in the same
+    statement (fusion needs it for the hits the dense arm did not bring).
+    With the query's `text`, each hit says whether it holds it as a phrase.
+    """
     if query.is_empty:
         return LexicalResult(hits=[], total_idf=0.0)
     if stats is None:
@@ -264,25 +315,13 @@ def lexical_arm(
     if not known and not also_ids:
         return LexicalResult(hits=[], total_idf=0.0)
     idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) for t in query.terms}
-    total_idf = sum(idfs.values())
-    selected: list[str] = []
-    postings = 0
-    for term in sorted(known, key=lambda t: stats.df[t]):
-        if selected and postings + stats.df[term] > LEXICAL_POSTINGS_BUDGET:
-            break
-        selected.append(term)
-        postings += stats.df[term]
-    # An identifier counts as present in its exact case only as a whole
-    # token: not inside a longer word, though a sentence's full stop may follow.
-    patterns = [
-        r"(^|[^\w.:/+-])" + re.escape(ident) + r"([^\w:/+-]|[.:/+-](?!\w)|$)"
-        for ident in query.identifiers
-    ]
+    patterns = _exact_case_patterns(query.identifiers)
+    phrase = _phrase_pattern(text)
     params: dict[str, Any] = {
         "ws": workspace.pk,
         "terms": list(idfs),
         "idfs": list(idfs.values()),
-        "selected": selected,
+        "selected": _rare_terms(known, stats.df),
         "also": list(also_ids),
         "avgdl": stats.avg_length,
         "k1": lexical.K1,
@@ -290,45 +329,75 @@ def lexical_arm(
         "patterns": patterns or [""],
         "has_patterns": bool(patterns),
         "n": limit,
+        "q": _vector_literal(vector) if vector is not None else None,
+        "phrase": phrase or "",
+        "has_phrase": phrase is not None,
     }
     where = filters.sql(params)
+    cosine = "1 - (m.embedding <=> %(q)s::vector)" if vector is not None else "NULL::float8"
     # Raw SQL: BM25 over a jsonb term map has no ORM spelling. Uses index:
-    # memory_lex_gin (lex ?| selected terms).
+    # memory_lex_gin (lex ?| selected terms). Each candidate's term map is
+    # read once, by a per-row aggregate (a join to the query terms would
+    # drag every row through a sort); the exact-case regexes and the
+    # cosine then run on the `limit` winners only, not on every candidate.
     sql = f"""
-        SELECT m.id,
-               SUM(q.idf * (t.tf * (%(k1)s + 1))
-                   / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * m.lex_len / %(avgdl)s))) AS bm25,
-               SUM(q.idf) AS matched_idf,
-               bool_or(%(has_patterns)s AND m.text ~ ANY(%(patterns)s)) AS exact_case
-        FROM memories_memory m
-        CROSS JOIN unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
-        CROSS JOIN LATERAL (SELECT (m.lex ->> q.term)::float8 AS tf) t
-        WHERE m.workspace_id = %(ws)s
-          AND (m.lex ?| %(selected)s::text[] OR m.id = ANY(%(also)s::bigint[]))
-          AND t.tf IS NOT NULL {where}
-        GROUP BY m.id
-        ORDER BY bm25 DESC, m.id DESC
-        LIMIT %(n)s
+        WITH scored AS (
+            SELECT m.id, s.bm25, s.matched_idf
+            FROM memories_memory m
+            CROSS JOIN LATERAL (
+                SELECT SUM(q.idf * (t.tf * (%(k1)s + 1))
+                           / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * m.lex_len / %(avgdl)s)))
+                           AS bm25,
+                       SUM(q.idf) AS matched_idf
+                FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
+                CROSS JOIN LATERAL (SELECT (m.lex ->> q.term)::float8 AS tf) t
+                WHERE t.tf IS NOT NULL
+            ) s
+            WHERE m.workspace_id = %(ws)s
+              AND (m.lex ?| %(selected)s::text[] OR m.id = ANY(%(also)s::bigint[]))
+              AND s.bm25 IS NOT NULL {where}
+            ORDER BY s.bm25 DESC, m.id DESC
+            LIMIT %(n)s
+        )
+        SELECT s.id, s.bm25, s.matched_idf,
+               %(has_patterns)s AND m.text ~ ANY(%(patterns)s),
+               {cosine},
+               %(has_phrase)s AND m.text ~* %(phrase)s
+        FROM scored s JOIN memories_memory m ON m.id = s.id
+        ORDER BY s.bm25 DESC, s.id DESC
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     hits = [
-        LexicalHit(id=int(r[0]), bm25=float(r[1]), matched_idf=float(r[2]), exact_case=bool(r[3]))
+        LexicalHit(
+            id=int(r[0]),
+            bm25=float(r[1]),
+            matched_idf=float(r[2]),
+            exact_case=bool(r[3]),
+            cosine=None if r[4] is None else float(r[4]),
+            phrase=bool(r[5]),
+        )
         for r in rows
     ]
-    return LexicalResult(hits=hits, total_idf=total_idf)
+    return LexicalResult(hits=hits, total_idf=_query_idf_mass(idfs, stats.df))
 
 
-def cosine_for(*, workspace: Workspace, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
-    if not ids:
-        return {}
-    rows = (
-        Memory.objects.filter(workspace=workspace, pk__in=list(ids), embedding__isnull=False)
-        .annotate(distance=CosineDistance("embedding", vector))
-        .values_list("pk", "distance")
-    )
-    return {int(pk): 1.0 - float(d) for pk, d in rows}
+def _query_idf_mass(idfs: dict[str, float], df: dict[str, int]) -> float:
+    """The idf a perfect match would hold, for coverage.
+
+    A joined term no entry holds whole (`var/log`, a piece of the path
+    `/var/log/app.log`) is still found through its parts; counting its own
+    large idf would make every match look partial and distrust the lexical
+    arm on exactly the identifier queries it answers best.
+    """
+    total = 0.0
+    for term, value in idfs.items():
+        parts = lexical.compound_parts(term) if df.get(term, 0) == 0 else []
+        if parts and all(df.get(p, 0) > 0 for p in parts) and all(p in idfs for p in parts):
+            continue
+        total += value
+    return total
 
 
 # --- fusion -------------------------------------------------------------------
@@ -356,6 +425,8 @@ class Fusion:
 
 
 RRF_K = 60
+# Added (times the lexical weight) for an entry holding the query verbatim.
+PHRASE_BONUS = 0.25
 
 
 def fuse(
@@ -381,7 +452,8 @@ def fuse(
     - between the two, the weight slides linearly.
 
     An entry containing a query identifier in its exact case gets a bonus, so
-    `MemUsage` ranks above `memusage`. A tiny RRF term breaks near-ties.
+    `MemUsage` ranks above `memusage`; one holding the query's words in order
+    (a quoted passage) gets one too. A tiny RRF term breaks near-ties.
     """
     lex_by_id = {hit.id: hit for hit in lexical_result.hits}
     ids = list(dict.fromkeys([i for i, _ in dense] + [h.id for h in lexical_result.hits]))
@@ -418,6 +490,8 @@ def fuse(
         score = weight * lexical_part + (1 - weight) * dense_part
         if hit and hit.exact_case:
             score += exact_bonus
+        if hit and hit.phrase:
+            score += weight * PHRASE_BONUS
         # Reciprocal ranks only break near-ties.
         score += 0.1 * (
             1 / (RRF_K + dense_rank.get(i, 1000)) + 1 / (RRF_K + lexical_rank.get(i, 1000))
@@ -492,6 +566,8 @@ def memory_recall(
             filters=filters,
             also_ids=[i for i, _ in dense],
             stats=stats,
+            vector=vector if arms == "hybrid" else None,
+            text=query,
         )
     if arms == "dense":
         fusion = Fusion(lexical_weight=0.0, reason="dense arm only")
@@ -516,9 +592,9 @@ def memory_recall(
         ]
     else:
         cosines = dict(dense)
-        missing = [h.id for h in lexical_result.hits if h.id not in cosines]
-        assert vector is not None
-        cosines.update(cosine_for(workspace=workspace, vector=vector, ids=missing))
+        for hit in lexical_result.hits:
+            if hit.cosine is not None:
+                cosines.setdefault(hit.id, hit.cosine)
         fusion = fuse(query=parsed, dense=dense, lexical_result=lexical_result, cosines=cosines)
 
     top = fusion.candidates[: max(k * 3, k)]
@@ -618,8 +694,7 @@ def memory_conflicts(
         WHERE n.cos >= %(t)s AND n.norm_hash <> r.norm_hash
         ORDER BY n.cos DESC LIMIT %(limit)s
     """
-    with transaction.atomic(), connection.cursor() as cursor:
-        _set_search_options(cursor)
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         pairs = cursor.fetchall()
     rows = Memory.objects.select_related("workspace", "session").in_bulk(
@@ -859,8 +934,7 @@ def dedupe_neighbours(
                 LIMIT %(n)s
             ) n
         """
-    with transaction.atomic(), connection.cursor() as cursor:
-        _set_search_options(cursor)
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     memories = Memory.objects.in_bulk({int(r[1]) for r in rows})

@@ -7,7 +7,8 @@ and never touches the system's own lists. Each package gives a memory of
 the same records:
 
 - paraphrase: the package's one-line synopsis, which describes it in other
-  words than the long description the memory holds;
+  words than the long description the memory holds (any of the package's
+  memories answers it);
 - identifier: a token of the memory that occurs in no other memory (a
   package name, a path, a `Perl::Module`, `x86_64`…), verbatim;
 - identifier_case: an identifier whose exact case occurs in one memory while
@@ -190,6 +191,11 @@ def build_queries(docs: list[Doc], *, per_kind: int, seed: int = 7) -> list[Labe
     synopsis_count = Counter(lexical.normalize(d.synopsis) for d in docs)
     norms = {d.key: lexical.normalize(d.text) for d in docs}
 
+    # A synopsis describes its whole package: with several paragraphs per
+    # package (large corpora), any of them answers it.
+    by_package: dict[str, set[str]] = defaultdict(set)
+    for doc in docs:
+        by_package[doc.package].add(doc.key)
     queries: list[LabelledQuery] = []
     counts: Counter[str] = Counter()
     for key in order:
@@ -202,7 +208,7 @@ def build_queries(docs: list[Doc], *, per_kind: int, seed: int = 7) -> list[Labe
             and syn not in norms[key]
             and len(doc.synopsis.split()) >= 3
         ):
-            queries.append(LabelledQuery("paraphrase", doc.synopsis, {key}))
+            queries.append(LabelledQuery("paraphrase", doc.synopsis, by_package[doc.package]))
             counts["paraphrase"] += 1
         # identifier: a rare identifier-like token (not only the package name)
         tokens = [

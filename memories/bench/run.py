@@ -141,6 +141,14 @@ def ensure_loaded(corpus: Corpus, name: str) -> tuple[Workspace, dict[str, int],
     return workspace, counts, id_to_key
 
 
+def forget_captures(workspace: Workspace) -> int:
+    """Remove what a hooks bench captured, so the corpus stays the labelled one."""
+    captured = list(Memory.objects.filter(workspace=workspace, metadata__bench_key__isnull=True))
+    for memory in captured:
+        services.memory_forget(workspace=workspace, memory=memory)
+    return len(captured)
+
+
 # --- quality ----------------------------------------------------------------------------
 
 
@@ -211,7 +219,8 @@ def score_rankings(
 def bench_quality(*, size: int, queries_per_kind: int) -> dict[str, Any]:
     say(f"building a labelled corpus of {size:,} Debian package descriptions…")
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind)
-    workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-q{size}")
+    workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-{size}")
+    forget_captures(workspace)  # left by a hooks bench interrupted before its cleanup
     cache = vector_cache()
     vectors = cache.get(
         [q.query for q in corpus.queries], progress=progress_printer("embed queries")
@@ -257,7 +266,7 @@ def percentile(values: Sequence[float], p: float) -> float:
 def bench_recall(*, size: int, queries: int) -> dict[str, Any]:
     say(f"building a corpus of {size:,} memories…")
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(queries // 4, 1))
-    workspace, counts, _ = ensure_loaded(corpus, f"bench-r{size}")
+    workspace, counts, _ = ensure_loaded(corpus, f"bench-{size}")
     embedder = get_embedder()
     texts = [q.query for q in corpus.queries][:queries]
     cache = vector_cache()
@@ -418,7 +427,7 @@ def bench_hooks(*, size: int, prompts: int, cli_runs: int) -> dict[str, Any]:
     from contexts.hooks.pipeline import hook_handle
 
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(prompts // 2, 1))
-    workspace, _, _ = ensure_loaded(corpus, f"bench-r{size}")
+    workspace, _, _ = ensure_loaded(corpus, f"bench-{size}")
     user = bench_user()
     created = context_services.apikey_create(
         user=user, workspace=workspace, scope="write", name="bench-hooks"
@@ -510,6 +519,7 @@ def bench_hooks(*, size: int, prompts: int, cli_runs: int) -> dict[str, Any]:
         os.killpg(serve.pid, signal.SIGINT)
         serve.wait(timeout=30)
     created.key.delete()
+    forget_captures(workspace)
     return {
         "bench": "hooks",
         "size": Memory.objects.filter(workspace=workspace, valid_to__isnull=True).count(),
