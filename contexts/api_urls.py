@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from contexts import api, context_api
+from contexts.flowctx import api as flowctx_api
 
 urlpatterns = [
     path("", api.WorkspaceDetailApi.as_view(), name="api-workspace-detail"),
@@ -29,5 +30,31 @@ urlpatterns = [
         "documents/<int:document_id>/",
         context_api.DocumentDetailApi.as_view(),
         name="api-document-detail",
+    ),
+    path("compression/", flowctx_api.CompressionCreateApi.as_view(), name="api-compression-list"),
+    path(
+        "compression/<str:sha256>/",
+        flowctx_api.CompressionDetailApi.as_view(),
+        name="api-compression-detail",
+    ),
+    path(
+        "sessions/<str:session_id>/summaries/",
+        flowctx_api.SummaryListApi.as_view(),
+        name="api-summary-list",
+    ),
+    path(
+        "sessions/<str:session_id>/summaries/fold/",
+        flowctx_api.SummaryFoldApi.as_view(),
+        name="api-summary-fold",
+    ),
+    path(
+        "sessions/<str:session_id>/summaries/<str:node_id>/",
+        flowctx_api.SummaryDetailApi.as_view(),
+        name="api-summary-detail",
+    ),
+    path(
+        "sessions/<str:session_id>/scratchpad/",
+        flowctx_api.ScratchpadApi.as_view(),
+        name="api-scratchpad",
     ),
 ]

@@ -9,5 +9,7 @@ class ContextsConfig(AppConfig):
 
     def ready(self) -> None:
         from contexts import checks, hook_providers, schema  # noqa: F401  (checks, OpenAPI scheme)
+        from contexts.flowctx import hooks as flowctx_hooks
 
         hook_providers.register()
+        flowctx_hooks.register()

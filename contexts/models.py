@@ -131,6 +131,11 @@ class AgentSession(models.Model):
     # The core memory documents as they were when the session started; what
     # the session is shown even after later writes (filled by `memories`).
     core_snapshot = models.JSONField(null=True, blank=True)
+    # Layered summaries: bumped by every fold request; a running fold whose
+    # generation is no longer current stops and writes nothing.
+    fold_generation = models.PositiveIntegerField(default=0)
+    # User turns so far: each `user-prompt` event starts one.
+    turns = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-started_at"]
@@ -155,6 +160,10 @@ class SessionEvent(models.Model):
     kind = models.CharField(max_length=64)
     payload = models.JSONField(default=dict, blank=True)
     at = models.DateTimeField(auto_now_add=True)
+    # The user turn the event belongs to (what precedes the first prompt is
+    # turn 1) and its estimated size in tokens: what summary folds plan with.
+    turn = models.PositiveIntegerField(default=1)
+    tokens = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["at", "id"]
@@ -220,3 +229,118 @@ class ContextDocument(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+# --- flowctx: working memory for long sessions (seed 003) ----------------------------
+
+
+class CompressionRef(models.Model):
+    """The original of a projected tool result, retrievable byte for byte by its hash.
+
+    One row per distinct content per workspace: the same output projected in
+    two sessions is stored once.
+    """
+
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="compression_refs"
+    )
+    sha256 = models.CharField(max_length=64)
+    content = models.BinaryField()
+    content_type = models.CharField(max_length=200, default="text/plain; charset=utf-8")
+    size = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, blank=True)  # the projection's detected type
+    projected_chars = models.PositiveIntegerField(null=True, blank=True)
+    tool_name = models.CharField(max_length=200, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    session = models.ForeignKey(
+        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    pinned = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # Also the index every retrieval by hash uses.
+            models.UniqueConstraint(fields=["workspace", "sha256"], name="compressionref_unique"),
+            models.CheckConstraint(
+                condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="compressionref_sha256_hex"
+            ),
+        ]
+        indexes = [
+            # The daily cleanup: unpinned refs past their expiry.
+            models.Index(
+                fields=["expires_at"],
+                name="compressionref_expiry_idx",
+                condition=Q(pinned=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.size} bytes)"
+
+
+class SummaryNode(models.Model):
+    """An engineer handoff note covering a span of a session's user turns.
+
+    Leaves (depth 0) fold raw events; a node of depth d+1 condenses several
+    of depth d, which then stop being active. `node_id` is
+    `d{depth}-{start_turn}-{end_turn}`, what a model asks for to read it.
+    """
+
+    class Builder(models.TextChoices):
+        LLM = "llm", "LLM"
+        EXTRACTIVE = "extractive", "Extractive"
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="summaries")
+    node_id = models.CharField(max_length=64)
+    depth = models.PositiveSmallIntegerField()
+    start_turn = models.PositiveIntegerField()
+    end_turn = models.PositiveIntegerField()
+    text = models.TextField()
+    builder = models.CharField(max_length=16, choices=Builder.choices)
+    tokens = models.PositiveIntegerField(default=0)  # estimated tokens of what it covers
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    generation = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["start_turn", "-depth"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "node_id"], name="summarynode_unique"),
+            models.CheckConstraint(
+                condition=Q(start_turn__lte=models.F("end_turn")), name="summarynode_span_valid"
+            ),
+        ]
+        indexes = [
+            # The active nodes of a session (no parent yet), in turn order.
+            models.Index(
+                fields=["session", "start_turn"],
+                name="summarynode_active_idx",
+                condition=Q(parent__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.node_id
+
+    @property
+    def is_active(self) -> bool:
+        return self.parent_id is None
+
+
+class Scratchpad(models.Model):
+    """The model's own editable working memory for one session."""
+
+    session = models.OneToOneField(
+        AgentSession, on_delete=models.CASCADE, related_name="scratchpad"
+    )
+    text = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"scratchpad of {self.session}"

@@ -369,6 +369,12 @@ def cmd_uninstall_hooks(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.what == "projection":
+        # flowctx's projection is pure Python: no database, no Django set-up.
+        from contexts.flowctx.bench import bench_projection
+
+        print(json.dumps(bench_projection(), indent=2, default=str), flush=True)
+        return 0
 
     setup_django()
     migrate(verbosity=0)
@@ -514,7 +520,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench", help="measure speed and recall quality (see README, Performance)"
     )
-    bench.add_argument("what", choices=["quality", "recall", "import", "dedupe", "hooks", "all"])
+    bench.add_argument(
+        "what", choices=["quality", "recall", "import", "dedupe", "hooks", "projection", "all"]
+    )
     bench.add_argument("--size", type=int, help="memories in the bench workspace")
     bench.add_argument(
         "--queries", type=int, default=400, help="labelled queries (quality) or recalls timed"

@@ -180,6 +180,15 @@ MEMFLOW_EMBED_MODEL = env_str("MEMFLOW_EMBED_MODEL")
 MEMFLOW_EMBED_BATCH = env_int("MEMFLOW_EMBED_BATCH", 64, minimum=1)
 EMBEDDING_DIM = 384
 
+# The LLM that writes handoff notes (flowctx): any OpenAI-compatible
+# chat-completions server, e.g. http://127.0.0.1:8000/v1. Without a URL there
+# is no LLM and notes are built extractively, with no model at all.
+MEMFLOW_LLM_URL = env_str("MEMFLOW_LLM_URL")
+MEMFLOW_LLM_MODEL = env_str("MEMFLOW_LLM_MODEL")
+MEMFLOW_LLM_API_KEY = env_str("MEMFLOW_LLM_API_KEY")
+MEMFLOW_LLM_TIMEOUT = env_int("MEMFLOW_LLM_TIMEOUT", 60, minimum=1)
+MEMFLOW_LLM_RETRIES = env_int("MEMFLOW_LLM_RETRIES", 2, minimum=0)
+
 # Production hardening, on whenever DEBUG is off.
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie

@@ -18,10 +18,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
 from contexts.errors import Invalid, NotFound
+from contexts.flowctx.projection import estimate_tokens
 from contexts.hooks.registry import (
     CLAUDE_EVENT_NAMES,
     EVENTS,
@@ -84,6 +86,10 @@ class HookOutcome:
             "muted": ctx.muted,
             "notes": ctx.notes,
         }
+        if ctx.tool_result is not None:
+            # For harnesses that can replace a tool result (dsh's
+            # `tools/post-execute`): the projection to show instead.
+            body["tool_result"] = ctx.tool_result
         if text:
             body["hookSpecificOutput"] = {
                 "hookEventName": CLAUDE_EVENT_NAMES[ctx.event],
@@ -191,6 +197,15 @@ def is_muted(workspace: Workspace, user: User, now: datetime) -> bool:
     return any(isinstance(u, str) and u > now.isoformat() for u in until)
 
 
+def event_tokens(payload: Any) -> float:
+    """The estimated tokens of the text an event carries (what folds plan with)."""
+    if isinstance(payload, dict):
+        return sum(event_tokens(v) for v in payload.values())
+    if isinstance(payload, list):
+        return sum(event_tokens(v) for v in payload)
+    return estimate_tokens(payload) if isinstance(payload, str) else 0.0
+
+
 # --- the run ----------------------------------------------------------------------------------
 
 
@@ -219,7 +234,16 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
                 "params": payload.get("env") if isinstance(payload.get("env"), dict) else {},
             },
         )
-        SessionEvent.objects.create(session=session, kind=event, payload=payload)
+        if event == "user-prompt":
+            AgentSession.objects.filter(pk=session.pk).update(turns=F("turns") + 1)
+            session.refresh_from_db(fields=["turns"])
+        SessionEvent.objects.create(
+            session=session,
+            kind=event,
+            payload=payload,
+            turn=max(session.turns, 1),
+            tokens=int(event_tokens(payload)),
+        )
         if event == "session-end" and session.ended_at is None:
             AgentSession.objects.filter(pk=session.pk).update(ended_at=now)
 

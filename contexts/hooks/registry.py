@@ -54,6 +54,9 @@ class HookContext:
     # in this answer: at session start, or when the harness asks for them.
     constant: bool = False
     notes: list[str] = field(default_factory=list)
+    # post-tool-use: the projected tool result, for harnesses that can show
+    # it instead of the original ({"sha256", "text", "kind", …}).
+    tool_result: dict[str, Any] | None = None
     # Work shared between capabilities within one call (e.g. the prompt's embedding).
     cache: dict[str, Any] = field(default_factory=dict)
 

@@ -1,0 +1,187 @@
+"""What flowctx adds to the hook pipeline.
+
+- post-tool-use: a tool result over the workspace's threshold is stored as a
+  compression ref and projected; the answer carries the projection for
+  harnesses that can replace a tool result, and a short note naming the ref
+  for those that cannot.
+- user-prompt: the scratchpad as `<working_memory …>`, when enabled.
+- stop / pre-compact: queue a summary fold when one is due (a compaction
+  forces the remaining history into a leaf).
+- pre-compact, and a session restarting after compaction: the active
+  handoff notes, one placeholder per node.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.db.models import Max, Sum
+
+from contexts.flowctx import selectors, services, tasks
+from contexts.flowctx.conf import flowctx_setting
+from contexts.flowctx.projection import estimate_tokens
+from contexts.hooks import Block, HookContext, register_observer, register_provider
+from contexts.models import SessionEvent, SummaryNode
+
+logger = logging.getLogger(__name__)
+
+_RESULT_KEYS = ("tool_response", "tool_result", "result", "output")
+_EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "code")
+
+
+def _exit_code(*sources: Any) -> int | None:
+    for source in sources:
+        if not isinstance(source, dict):
+            continue
+        for key in _EXIT_KEYS:
+            value = source.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        for key in ("is_error", "isError"):
+            if source.get(key) is True:
+                return 1
+    return None
+
+
+def tool_result_of(payload: dict[str, Any]) -> tuple[str, int | None]:
+    """The full text of a hook's tool result, and its exit code when the harness says.
+
+    Claude Code's Bash answers {"stdout", "stderr", …}, Read {"file": {"content"}},
+    MCP tools a list of content parts; dsh and others a string or a dict.
+    """
+    result = next((payload[k] for k in _RESULT_KEYS if payload.get(k) not in (None, "")), None)
+    exit_code = _exit_code(result, payload)
+    if isinstance(result, str):
+        return result, exit_code
+    if isinstance(result, list):
+        parts = [p.get("text") for p in result if isinstance(p, dict)]
+        if parts and all(isinstance(p, str) for p in parts):
+            return "\n".join(p for p in parts if isinstance(p, str)), exit_code
+    if isinstance(result, dict):
+        if "stdout" in result or "stderr" in result:
+            streams = [result.get("stdout"), result.get("stderr")]
+            return "\n".join(s for s in streams if isinstance(s, str) and s), exit_code
+        file = result.get("file")
+        if isinstance(file, dict) and isinstance(file.get("content"), str):
+            return file["content"], exit_code
+        for key in ("content", "output", "text"):
+            if isinstance(result.get(key), str):
+                return result[key], exit_code
+    if result is None:
+        return "", exit_code
+    return json.dumps(result, ensure_ascii=False, indent=1, default=str), exit_code
+
+
+# --- post-tool-use: reversible projection ----------------------------------------------------
+
+
+def projection_block(ctx: HookContext) -> Block | None:
+    workspace = ctx.workspace
+    if not flowctx_setting(workspace, "projection"):
+        return None
+    text, exit_code = tool_result_of(ctx.payload)
+    threshold = int(flowctx_setting(workspace, "projection_threshold_tokens"))
+    if not text or estimate_tokens(text) <= threshold:
+        return None
+    tool_name = str(ctx.payload.get("tool_name") or ctx.payload.get("tool") or "")[:200]
+    compressed = services.compression_store(
+        workspace=workspace,
+        content=text.encode("utf-8", errors="surrogatepass"),
+        tool_name=tool_name,
+        exit_code=exit_code,
+        session=ctx.session,
+        budget_tokens=threshold,
+    )
+    ref = compressed.ref
+    if compressed.projection is not None:
+        ctx.tool_result = {
+            "sha256": ref.sha256,
+            "kind": compressed.projection.kind,
+            "text": compressed.text,
+            "original_chars": compressed.projection.original_chars,
+            "projected_chars": len(compressed.text),
+        }
+    note = (
+        f'<memflow-compression ref="{ref.sha256}">The {tool_name or "tool"} output above '
+        f"({ref.size:,} bytes) is stored; when it has left the context, get it back byte for "
+        f"byte with GET /api/v1/workspaces/{workspace.slug}/compression/{ref.sha256}/ rather "
+        "than running the tool again.</memflow-compression>"
+    )
+    return Block(name="flowctx:compression", order=300, text=note)
+
+
+# --- user-prompt: the scratchpad ----------------------------------------------------------------
+
+
+def scratchpad_block(ctx: HookContext) -> Block | None:
+    if ctx.muted or not flowctx_setting(ctx.workspace, "scratchpad"):
+        return None
+    ctx.session.workspace = ctx.workspace
+    return Block(
+        name="flowctx:scratchpad",
+        order=230,
+        text=selectors.scratchpad_render(session=ctx.session),
+    )
+
+
+# --- stop / pre-compact: folds ------------------------------------------------------------------
+
+
+def fold_due(ctx: HookContext) -> bool:
+    """Whether unfolded history (before the kept turns) reaches a leaf's size."""
+    session = ctx.session
+    keep = int(flowctx_setting(ctx.workspace, "summary_keep_turns"))
+    covered = SummaryNode.objects.filter(session=session).aggregate(end=Max("end_turn"))["end"] or 0
+    # Uses index: sessionevent_kind_idx is no help here; the span is the tail of one session.
+    unfolded = (
+        SessionEvent.objects.filter(
+            session=session, turn__gt=covered, turn__lte=max(session.turns - keep, 0)
+        )
+        .exclude(kind__in=["injection", "session-start", "session-end"])
+        .aggregate(total=Sum("tokens"))["total"]
+        or 0
+    )
+    return unfolded >= int(flowctx_setting(ctx.workspace, "summary_leaf_tokens"))
+
+
+def fold_observer(ctx: HookContext) -> None:
+    if not flowctx_setting(ctx.workspace, "summaries") or ctx.delegation_depth > 0:
+        return
+    force = ctx.event == "pre-compact"
+    if force or fold_due(ctx):
+        ctx.session.workspace = ctx.workspace
+        generation = tasks.summaries_enqueue(session=ctx.session, force=force)
+        ctx.notes.append(f"summary fold queued (generation {generation})")
+
+
+# --- pre-compact and restarts: the handoff notes -----------------------------------------------
+
+
+def handoff_blocks(ctx: HookContext) -> list[Block]:
+    if ctx.event == "session-start" and ctx.payload.get("source") not in ("compact", "resume"):
+        return []
+    if not flowctx_setting(ctx.workspace, "summaries"):
+        return []
+    nodes = selectors.summaries_active(session=ctx.session)
+    base = f"/api/v1/workspaces/{ctx.workspace.slug}/sessions/{ctx.session.external_id}/summaries"
+    return [
+        Block(
+            # Zero-padded, so the (order, name) sort keeps turn order.
+            name=f"flowctx:handoff:{n.start_turn:06d}",
+            order=80,
+            text=(
+                f'<flowctx-handoff-note node="{n.node_id}" turns="{n.start_turn}-{n.end_turn}" '
+                f'retrieve="GET {base}/{n.node_id}/">\n{n.text}\n</flowctx-handoff-note>'
+            ),
+        )
+        for n in nodes
+    ]
+
+
+def register() -> None:
+    register_provider("flowctx:projection", events=["post-tool-use"], fn=projection_block)
+    register_provider("flowctx:scratchpad", events=["user-prompt"], fn=scratchpad_block)
+    register_provider("flowctx:handoff", events=["pre-compact", "session-start"], fn=handoff_blocks)
+    register_observer("flowctx:fold", events=["stop", "pre-compact"], fn=fold_observer)

@@ -1,0 +1,92 @@
+"""Reads of flowctx: compression refs by hash, summary nodes, the scratchpad."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from django.utils import timezone
+
+from contexts.errors import Invalid, NotFound
+from contexts.flowctx.conf import flowctx_setting
+from contexts.models import AgentSession, CompressionRef, Scratchpad, SummaryNode, Workspace
+
+# Long enough that a model quoting a shortened hash still names one original.
+MIN_HASH_PREFIX = 12
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+
+def compression_get(
+    *, workspace: Workspace, sha256: str, now: datetime | None = None
+) -> CompressionRef:
+    """The stored original for a hash (or a unique prefix of at least 12 hex digits).
+
+    An expired ref answers `not_found` even before the cleanup deletes it:
+    never a wrong body, never a stale promise.
+    """
+    wanted = sha256.strip().lower()
+    if not _HEX.match(wanted) or not MIN_HASH_PREFIX <= len(wanted) <= 64:
+        raise Invalid(
+            f"A compression hash is 64 hex digits (or a prefix of at least {MIN_HASH_PREFIX}).",
+            code="invalid_hash",
+        )
+    now = now or timezone.now()
+    if len(wanted) == 64:
+        # Uses index: compressionref_unique.
+        candidates = list(CompressionRef.objects.filter(workspace=workspace, sha256=wanted))
+    else:
+        candidates = list(
+            CompressionRef.objects.filter(workspace=workspace, sha256__startswith=wanted)[:2]
+        )
+    if len(candidates) > 1:
+        raise Invalid(f"The prefix {wanted} names more than one original.", code="ambiguous_hash")
+    ref = candidates[0] if candidates else None
+    if ref is None:
+        raise NotFound(f"No stored original with hash {wanted}.", code="not_found")
+    if not ref.pinned and ref.expires_at is not None and ref.expires_at <= now:
+        raise NotFound(
+            f"The original with hash {wanted} expired on {ref.expires_at:%Y-%m-%d}.",
+            code="not_found",
+        )
+    return ref
+
+
+def session_for(*, workspace: Workspace, session_id: str) -> AgentSession:
+    """A session of this workspace by the harness's own id."""
+    session = AgentSession.objects.filter(workspace=workspace, external_id=session_id).first()
+    if session is None:
+        raise NotFound(f"No session {session_id!r} in this workspace.", code="session_not_found")
+    session.workspace = workspace
+    return session
+
+
+def summaries_active(*, session: AgentSession) -> list[SummaryNode]:
+    # Uses index: summarynode_active_idx.
+    return list(
+        SummaryNode.objects.filter(session=session, parent__isnull=True).order_by("start_turn")
+    )
+
+
+def summaries_all(*, session: AgentSession) -> list[SummaryNode]:
+    return list(SummaryNode.objects.filter(session=session).order_by("start_turn", "-depth"))
+
+
+def summary_get(*, session: AgentSession, node_id: str) -> SummaryNode:
+    node = SummaryNode.objects.filter(session=session, node_id=node_id).first()
+    if node is None:
+        raise NotFound(f"No summary node {node_id!r} in this session.", code="node_not_found")
+    return node
+
+
+def scratchpad_get(*, session: AgentSession) -> Scratchpad:
+    """The session's scratchpad (an unsaved empty one if never written)."""
+    return Scratchpad.objects.filter(session=session).first() or Scratchpad(session=session)
+
+
+def scratchpad_render(*, session: AgentSession, pad: Scratchpad | None = None) -> str:
+    pad = pad or scratchpad_get(session=session)
+    limit = int(flowctx_setting(session.workspace, "scratchpad_max_chars"))
+    return (
+        f'<working_memory chars_current="{len(pad.text)}" chars_limit="{limit}">\n'
+        f"{pad.text}\n</working_memory>"
+    )

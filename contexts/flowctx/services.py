@@ -1,0 +1,336 @@
+"""Writes of flowctx: compression refs, the scratchpad, summary folds.
+
+The pure work (projection, handoff notes, the LLM port, fold planning) lives
+in the sibling modules; this one stores, locks and enforces the limits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from contexts.errors import Invalid, NotFound
+from contexts.flowctx import planning
+from contexts.flowctx.conf import flowctx_setting
+from contexts.flowctx.llm import LlmConfig
+from contexts.flowctx.notes import NoteEvent, note_build, note_events
+from contexts.flowctx.projection import Projection, project
+from contexts.models import (
+    AgentSession,
+    CompressionRef,
+    Scratchpad,
+    SessionEvent,
+    SummaryNode,
+    Workspace,
+)
+
+logger = logging.getLogger(__name__)
+
+MAX_COMPRESSION_BYTES = 16 * 1024 * 1024
+
+
+# --- reversible projection ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compressed:
+    ref: CompressionRef
+    projection: Projection | None  # None: the original is short enough to show as is
+    text: str  # what the model sees: the projection with its marker, or the original
+
+    @property
+    def projected(self) -> bool:
+        return self.projection is not None
+
+
+def compression_marker(*, workspace: Workspace, ref: CompressionRef, projection: Projection) -> str:
+    """The line that tells the model what was cut and how to get it back.
+
+    No dates or counters that change between calls: the same output projects
+    to the same bytes, so a harness's cached prompt prefix survives.
+    """
+    return (
+        f"[memflow: {projection.kind} output projected, {projection.projected_chars:,} of "
+        f"{projection.original_chars:,} chars shown. Original ({ref.size:,} bytes), byte for byte: "
+        f"GET /api/v1/workspaces/{workspace.slug}/compression/{ref.sha256}/]"
+    )
+
+
+def compression_store(
+    *,
+    workspace: Workspace,
+    content: bytes,
+    content_type: str = "text/plain; charset=utf-8",
+    tool_name: str = "",
+    exit_code: int | None = None,
+    session: AgentSession | None = None,
+    budget_tokens: int | None = None,
+    now: datetime | None = None,
+) -> Compressed:
+    """Keep the original under its SHA-256 (once per workspace) and project it.
+
+    Storing the same content again renews its expiry and returns the same ref.
+    """
+    if len(content) > MAX_COMPRESSION_BYTES:
+        raise Invalid(
+            f"A tool result is limited to {MAX_COMPRESSION_BYTES:,} bytes; this one has "
+            f"{len(content):,}.",
+            code="too_large",
+        )
+    now = now or timezone.now()
+    sha = hashlib.sha256(content).hexdigest()
+    text = content.decode("utf-8", errors="replace")
+    budget = int(budget_tokens or flowctx_setting(workspace, "projection_threshold_tokens"))
+    projection = project(
+        text, budget_tokens=budget, tool_name=tool_name or None, exit_code=exit_code
+    )
+    expires = now + timedelta(days=float(flowctx_setting(workspace, "compression_ttl_days")))
+    ref = _ref_upsert(
+        workspace=workspace,
+        sha=sha,
+        defaults={
+            "content": content,
+            "content_type": content_type[:200],
+            "size": len(content),
+            "kind": projection.kind if projection else "",
+            "projected_chars": projection.projected_chars if projection else None,
+            "tool_name": tool_name[:200],
+            "exit_code": exit_code,
+            "session": session,
+            "expires_at": expires,
+        },
+        expires=expires,
+    )
+    if projection is None:
+        return Compressed(ref=ref, projection=None, text=text)
+    marker = compression_marker(workspace=workspace, ref=ref, projection=projection)
+    return Compressed(ref=ref, projection=projection, text=f"{marker}\n{projection.text}")
+
+
+def _ref_upsert(
+    *, workspace: Workspace, sha: str, defaults: dict[str, object], expires: datetime
+) -> CompressionRef:
+    existing = CompressionRef.objects.filter(workspace=workspace, sha256=sha).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                return CompressionRef.objects.create(workspace=workspace, sha256=sha, **defaults)
+        except IntegrityError:  # the same content, stored by a concurrent call
+            existing = CompressionRef.objects.get(workspace=workspace, sha256=sha)
+    if existing.expires_at is None or existing.expires_at < expires:
+        CompressionRef.objects.filter(pk=existing.pk).update(expires_at=expires)
+        existing.expires_at = expires
+    return existing
+
+
+def compression_pin(*, ref: CompressionRef, pinned: bool) -> CompressionRef:
+    CompressionRef.objects.filter(pk=ref.pk).update(pinned=pinned)
+    ref.pinned = pinned
+    return ref
+
+
+def compression_cleanup(*, now: datetime | None = None) -> int:
+    """Delete unpinned refs past their expiry (the daily schedule calls this)."""
+    now = now or timezone.now()
+    # Uses index: compressionref_expiry_idx.
+    deleted, _ = CompressionRef.objects.filter(pinned=False, expires_at__lt=now).delete()
+    return deleted
+
+
+# --- scratchpad ---------------------------------------------------------------------------
+
+SCRATCHPAD_OPS = ("append", "replace", "rethink")
+
+
+def scratchpad_edit(*, session: AgentSession, op: str, text: str, old_text: str = "") -> Scratchpad:
+    """Append (joined by a newline), replace the first `old_text`, or rewrite it all.
+
+    A result past the workspace's cap is refused whole: the model decides what
+    to drop, nothing is sliced off silently.
+    """
+    if op not in SCRATCHPAD_OPS:
+        raise Invalid(
+            f"Unknown operation {op!r}; use one of {', '.join(SCRATCHPAD_OPS)}.", code="invalid_op"
+        )
+    limit = int(flowctx_setting(session.workspace, "scratchpad_max_chars"))
+    with transaction.atomic():
+        pad, _ = Scratchpad.objects.select_for_update().get_or_create(session=session)
+        if op == "append":
+            new = f"{pad.text}\n{text}" if pad.text else text
+        elif op == "replace":
+            if not old_text:
+                raise Invalid(
+                    "`replace` needs the `old_text` to replace.", code="old_text_required"
+                )
+            if old_text not in pad.text:
+                raise NotFound(
+                    "The scratchpad does not contain that `old_text`.", code="old_text_not_found"
+                )
+            new = pad.text.replace(old_text, text, 1)
+        else:
+            new = text
+        if len(new) > limit:
+            raise Invalid(
+                f"The scratchpad would hold {len(new):,} chars; its limit is {limit:,}. "
+                "Rethink it shorter or replace part of it.",
+                code="scratchpad_full",
+            )
+        pad.text = new
+        pad.version += 1
+        pad.save(update_fields=["text", "version", "updated_at"])
+    return pad
+
+
+# --- layered summaries ----------------------------------------------------------------------
+
+NoteBuilder = Callable[[Sequence[NoteEvent]], tuple[str, str]]
+
+
+_NOT_HISTORY = ("injection", "session-start", "session-end")
+
+
+def session_turn_tokens(*, session: AgentSession) -> list[planning.Turn]:
+    """Estimated tokens per user turn, from the session's event log, in turn order."""
+    rows = (
+        SessionEvent.objects.filter(session=session)
+        .exclude(kind__in=_NOT_HISTORY)
+        .values("turn")
+        .annotate(total=Sum("tokens"))
+        .order_by("turn")
+    )
+    return [planning.Turn(number=r["turn"], tokens=float(r["total"] or 0)) for r in rows]
+
+
+def summaries_request_fold(*, session: AgentSession) -> int:
+    """Start a new fold generation; any fold still running for the session stops."""
+    AgentSession.objects.filter(pk=session.pk).update(fold_generation=F("fold_generation") + 1)
+    session.refresh_from_db(fields=["fold_generation"])
+    return session.fold_generation
+
+
+def _span_events(session: AgentSession, start: int, end: int) -> list[NoteEvent]:
+    """The note events of turns start..end."""
+    rows = (
+        SessionEvent.objects.filter(session=session, turn__gte=start, turn__lte=end)
+        .exclude(kind__in=_NOT_HISTORY)
+        .order_by("at", "id")
+        .values_list("kind", "payload")
+    )
+    # note_events numbers turns from 1 at the span's first prompt.
+    return [replace(e, turn=e.turn + start - 1) for e in note_events(rows)]
+
+
+def _default_builder(workspace: Workspace) -> NoteBuilder:
+    config = LlmConfig.from_settings()
+
+    def build(events: Sequence[NoteEvent]) -> tuple[str, str]:
+        return note_build(events, config=config)
+
+    return build
+
+
+def summaries_fold(
+    *,
+    session: AgentSession,
+    generation: int,
+    force: bool = False,
+    builder: NoteBuilder | None = None,
+) -> list[SummaryNode]:
+    """Fold the session's history into handoff notes, as far as the plan allows.
+
+    Runs in a worker. Before writing each node it checks that `generation`
+    is still the session's current one: a newer fold request supersedes this
+    run, which then stops without writing. `force` folds the remaining
+    history even under a leaf's token span (a compaction is imminent).
+    """
+    workspace = session.workspace
+    build = builder or _default_builder(workspace)
+    settings = planning.FoldSettings(
+        leaf_tokens=int(flowctx_setting(workspace, "summary_leaf_tokens")),
+        keep_turns=int(flowctx_setting(workspace, "summary_keep_turns")),
+        fanout=int(flowctx_setting(workspace, "summary_condense_fanout")),
+        max_depth=int(flowctx_setting(workspace, "summary_max_depth")),
+    )
+    written: list[SummaryNode] = []
+    turns = session_turn_tokens(session=session)
+    while True:
+        active = [
+            planning.Node(depth=n.depth, start=n.start_turn, end=n.end_turn)
+            for n in SummaryNode.objects.filter(session=session, parent__isnull=True)
+        ]
+        step = planning.plan_next(turns=turns, active=active, settings=settings, force=force)
+        if step is None:
+            return written
+        if step.children:
+            children = list(
+                SummaryNode.objects.filter(
+                    session=session,
+                    parent__isnull=True,
+                    depth=step.depth - 1,
+                    start_turn__gte=step.start,
+                    end_turn__lte=step.end,
+                ).order_by("start_turn")
+            )
+            events = [NoteEvent(kind="note", turn=c.end_turn, text=c.text) for c in children]
+        else:
+            children = []
+            events = _span_events(session, step.start, step.end)
+        text, how = build(events)
+        node = _node_write(
+            session=session,
+            generation=generation,
+            step=step,
+            text=text,
+            builder=how,
+            tokens=int(sum(t.tokens for t in turns if step.start <= t.number <= step.end)),
+            children=children,
+        )
+        if node is None:
+            logger.info("fold of session %s superseded (generation %s)", session.pk, generation)
+            return written
+        written.append(node)
+
+
+def _node_write(
+    *,
+    session: AgentSession,
+    generation: int,
+    step: planning.Step,
+    text: str,
+    builder: str,
+    tokens: int,
+    children: list[SummaryNode],
+) -> SummaryNode | None:
+    with transaction.atomic():
+        current = (
+            AgentSession.objects.select_for_update()
+            .filter(pk=session.pk)
+            .values_list("fold_generation", flat=True)
+            .first()
+        )
+        if current != generation:
+            return None
+        node, _ = SummaryNode.objects.update_or_create(
+            session=session,
+            node_id=planning.node_id(step.depth, step.start, step.end),
+            defaults={
+                "depth": step.depth,
+                "start_turn": step.start,
+                "end_turn": step.end,
+                "text": text,
+                "builder": builder,
+                "tokens": tokens,
+                "generation": generation,
+                "parent": None,
+            },
+        )
+        if children:
+            SummaryNode.objects.filter(pk__in=[c.pk for c in children]).update(parent=node)
+    return node
