@@ -208,5 +208,6 @@ LOGGING = {
         "pgserver": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
         "django.db.backends": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},  # two INFO lines per request otherwise
     },
 }

@@ -1,0 +1,97 @@
+"""Who is calling the MCP endpoint, and in which workspace.
+
+Resolved once per HTTP request, before the MCP SDK sees it, exactly as the
+REST API resolves a request: the bearer key by its hash (revoked keys
+refused, `last_used_at` refreshed), then the workspace through
+`workspace_access` (outsiders get not-found). Tools check write access per
+call, through the same selector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.contrib.auth.models import User
+
+from contexts.errors import Invalid, MemflowError
+from contexts.models import ApiKey, Membership, Workspace
+from contexts.selectors import Access, apikey_get_active, workspace_access
+
+# Where the endpoint leaves the caller in the ASGI scope; tools read it back
+# from the request the SDK hands them.
+SCOPE_KEY = "memflow.mcp.caller"
+
+MAX_APP_CHARS = 64  # Memory.app and AgentSession.app
+MAX_SESSION_CHARS = 200  # AgentSession.external_id
+
+
+class Unauthenticated(MemflowError):
+    status_code = 401
+    code = "not_authenticated"
+
+
+@dataclass(frozen=True)
+class Caller:
+    user: User
+    key: ApiKey
+    workspace: Workspace
+    membership: Membership
+    app: str  # `?app=`: tags what this connection writes
+    session_id: str  # `?session=`: the default session of every tool call
+
+    def require(self, access: Access) -> None:
+        """Raise unless the caller may do `access` here (role and key scope, as REST)."""
+        workspace_access(user=self.user, slug=self.workspace.slug, access=access, api_key=self.key)
+
+
+def bearer_token(authorization: str) -> str | None:
+    """The token of an `Authorization: Bearer …` header, as `contexts.auth.bearer_token`."""
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def caller_resolve(*, authorization: str, params: Mapping[str, str]) -> Caller:
+    """The authenticated caller of one request, or the error to answer with.
+
+    Messages and codes are the REST API's (DRF's `not_authenticated` and
+    `authentication_failed`, then `workspace_access`'s), so a client sees
+    one vocabulary whichever door it came in by.
+    """
+    raw = bearer_token(authorization)
+    if raw is None:
+        raise Unauthenticated("Authentication credentials were not provided.")
+    key = apikey_get_active(raw_key=raw)
+    if key is None:
+        raise Unauthenticated("Invalid or revoked API key.", code="authentication_failed")
+    if not key.user.is_active:
+        raise Unauthenticated("This key's user is disabled.", code="authentication_failed")
+    slug = params.get("workspace", "").strip()
+    if not slug and key.workspace is not None:
+        slug = key.workspace.slug
+    if not slug:
+        raise Invalid(
+            "Say which workspace: connect to /mcp/?workspace=<slug>, or use a key "
+            "restricted to one workspace.",
+            code="workspace_required",
+        )
+    workspace, membership = workspace_access(
+        user=key.user, slug=slug, access=Access.READ, api_key=key
+    )
+    app = params.get("app", "").strip()
+    session_id = params.get("session", "").strip()
+    if len(app) > MAX_APP_CHARS or len(session_id) > MAX_SESSION_CHARS:
+        raise Invalid(
+            f"`app` takes {MAX_APP_CHARS} characters, `session` {MAX_SESSION_CHARS}.",
+            code="field_too_long",
+        )
+    return Caller(
+        user=key.user,
+        key=key,
+        workspace=workspace,
+        membership=membership,
+        app=app,
+        session_id=session_id,
+    )

@@ -1,0 +1,142 @@
+"""Core memory tools: HME's `memory` (add / replace / remove) and `archive_move`.
+
+`target` is "user" (the caller's USER document, shared by all their
+workspaces) or "memory" (this workspace's MEMORY document), as in the HME
+design and the REST endpoints under `core/<target>/` (memories/core_api.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from django.contrib.auth.models import User
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from contexts.selectors import Access
+from memflow_site.mcp.runner import Answer, Call, run_tool, validated
+from memories import core
+from memories.api import memory_json
+from memories.core_api import CoreEditApi, CoreMoveApi, view_json
+from memories.models import CoreMemory
+
+
+def _one_of(*values: str) -> Any:
+    # The schema names the choices; the service still checks them, so a bad
+    # value answers with its error code (unknown_target, invalid), not a
+    # bare argument-validation message.
+    return Field(json_schema_extra={"enum": list(values)})
+
+
+def _owner(call: Call, scope: str) -> User | None:
+    """USER documents belong to the caller; MEMORY to the workspace (as core_api._owner)."""
+    return call.user if scope == CoreMemory.Scope.USER else None
+
+
+async def memory(
+    ctx: Context,
+    action: Annotated[str, _one_of("add", "replace", "remove")],
+    target: Annotated[str, _one_of(CoreMemory.Scope.USER, CoreMemory.Scope.WORKSPACE)],
+    content: str = "",
+    old_text: str = "",
+    session_id: str = "",
+) -> CallToolResult:
+    """Persist a durable fact or preference across sessions, as one line of a
+    bounded core document.
+
+    target "user": who the user is and how they like to work (USER, every
+    workspace). target "memory": facts about this project and environment
+    (MEMORY). add appends a line; replace and remove find the one line
+    containing old_text. A document never passes its character limit: an add
+    that would is refused (code core_full) with the least recently used lines
+    as candidates — remove one, or move it to the archive with archive_move.
+
+    Args:
+        action: "add", "replace" or "remove"
+        target: "user" or "memory"
+        content: the fact (add, replace)
+        old_text: a unique part of the line to change (replace, remove)
+        session_id: optional harness session id (recorded with the revision)
+    """
+
+    def body(call: Call) -> Answer:
+        scope = core.scope_for(target)
+        data: dict[str, Any] = validated(
+            CoreEditApi.InputSerializer,
+            {"action": action, "content": content, "old_text": old_text, "session": session_id},
+        ).validated_data
+        edit = core.core_edit(
+            scope=scope,
+            action=data["action"],
+            workspace=call.workspace,
+            user=_owner(call, scope),
+            content=data["content"],
+            old_text=data["old_text"],
+            session=call.session(data.get("session", "")),
+        )
+        return Answer(
+            f"{edit.outcome}\n{edit.view.rendered}",
+            {
+                "outcome": edit.outcome,
+                "document": view_json(edit.view),
+                "version": edit.view.version,
+            },
+        )
+
+    return await run_tool(ctx, body, access=Access.WRITE)
+
+
+async def archive_move(
+    ctx: Context,
+    old_text: str,
+    category: Annotated[str, _one_of(*core.ARCHIVE_CATEGORIES)],
+    target: Annotated[
+        str, _one_of(CoreMemory.Scope.USER, CoreMemory.Scope.WORKSPACE)
+    ] = CoreMemory.Scope.WORKSPACE,
+    session_id: str = "",
+) -> CallToolResult:
+    """Move one core line into the long-term archive, to make room in the document.
+
+    The fact keeps living as a long-term memory in the compartment named by
+    its category (recall it with flymemory_recall, compartment=<category>),
+    with its usage history; facts expire after 90 days, methods after a year,
+    preferences and lessons never.
+
+    Args:
+        old_text: a unique part of the line to move
+        category: "facts", "preferences", "methods" or "lessons"
+        target: "memory" (default) or "user"
+        session_id: optional harness session id
+    """
+
+    def body(call: Call) -> Answer:
+        scope = core.scope_for(target)
+        data: dict[str, Any] = validated(
+            CoreMoveApi.InputSerializer,
+            {"old_text": old_text, "category": category, "session": session_id},
+        ).validated_data
+        owner = _owner(call, scope)
+        moved = core.core_move_to_archive(
+            scope=scope,
+            workspace=call.workspace,
+            user=owner,
+            old_text=data["old_text"],
+            category=data["category"],
+            session=call.session(data.get("session", "")),
+        )
+        view = core.core_view(scope=scope, user=owner, workspace=call.workspace)
+        return Answer(
+            f"[ARCHIVED #{moved.pk} as {moved.compartment}] {moved.text}\n{view.rendered}",
+            {"memory": memory_json(moved), "document": view_json(view)},
+        )
+
+    return await run_tool(ctx, body, access=Access.WRITE)
+
+
+TOOLS = (memory, archive_move)
+
+
+def register(server: FastMCP) -> None:
+    for tool in TOOLS:
+        server.add_tool(tool)

@@ -1,0 +1,136 @@
+"""The ASGI front door: `/mcp` to the MCP server, everything else to Django.
+
+- `lifespan`: the SDK's session manager runs for the life of the process
+  (its task group serves every MCP request); Django has no lifespan of its
+  own, so the dispatcher answers the protocol itself.
+- `/mcp` and `/mcp/…`: Host checked against `ALLOWED_HOSTS`, then the
+  bearer key and the workspace resolved (`caller.caller_resolve`) in
+  Django's sync thread. Failures answer like the REST API does, JSON
+  `{"code", "detail"}` with 401 / 404 / 400, before the SDK sees anything.
+  The resolved caller rides in the ASGI scope to the tools.
+- anything else: Django, untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
+from mcp.server.fastmcp import FastMCP
+from starlette.datastructures import Headers, QueryParams
+from starlette.types import Receive, Scope, Send
+
+from contexts.errors import MemflowError
+from memflow_site.mcp.caller import SCOPE_KEY, Caller, caller_resolve
+from memflow_site.mcp.server import build_server
+
+MCP_PATH = "/mcp"
+
+
+def is_mcp_path(path: str) -> bool:
+    return path == MCP_PATH or path.startswith(MCP_PATH + "/")
+
+
+def host_allowed(host: str) -> bool:
+    """Django's own Host check (`HttpRequest.get_host`), for requests Django never sees."""
+    domain, _ = split_domain_port(host)
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def _resolve(authorization: str, params: Mapping[str, str]) -> Caller:
+    close_old_connections()
+    try:
+        return caller_resolve(authorization=authorization, params=params)
+    finally:
+        close_old_connections()
+
+
+async def send_json(
+    send: Send, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None
+) -> None:
+    payload = json.dumps(body).encode()
+    raw_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+        *((name.lower().encode(), value.encode()) for name, value in (headers or {}).items()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class McpEndpoint:
+    """An ASGI app: the MCP endpoint in front of `django_app`."""
+
+    def __init__(
+        self, django_app: Callable[..., Awaitable[None]], server: FastMCP | None = None
+    ) -> None:
+        self.django_app = django_app
+        self.server = server or build_server()
+        self.server.streamable_http_app()  # creates the session manager
+        self.manager = self.server.session_manager
+        self.running = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.lifespan(receive, send)
+        elif scope["type"] == "http" and is_mcp_path(scope["path"]):
+            await self.mcp(scope, receive, send)
+        else:
+            await self.django_app(scope, receive, send)
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        started = False
+        try:
+            async with self.manager.run():
+                self.running = started = True
+                await send({"type": "lifespan.startup.complete"})
+                await receive()  # lifespan.shutdown
+                self.running = False
+        except Exception as exc:
+            self.running = False
+            failed = "lifespan.shutdown.failed" if started else "lifespan.startup.failed"
+            await send({"type": failed, "message": repr(exc)})
+            return
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.running:
+            await send_json(
+                send,
+                503,
+                {
+                    "code": "mcp_unavailable",
+                    "detail": "The MCP endpoint starts with the ASGI lifespan, which this "
+                    "server did not run.",
+                },
+            )
+            return
+        headers = Headers(scope=scope)
+        if not host_allowed(headers.get("host", "")):
+            await send_json(
+                send, 400, {"code": "disallowed_host", "detail": "Invalid Host header."}
+            )
+            return
+        params = QueryParams(scope.get("query_string", b""))
+        try:
+            caller = await sync_to_async(_resolve, thread_sensitive=True)(
+                headers.get("authorization", ""), dict(params)
+            )
+        except MemflowError as exc:
+            # As DRF does for the REST API: a 401 names the scheme to use.
+            extra = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+            await send_json(send, exc.status_code, exc.as_json(), extra)
+            return
+        scope[SCOPE_KEY] = caller
+        await self.manager.handle_request(scope, receive, send)

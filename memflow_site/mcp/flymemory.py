@@ -1,0 +1,863 @@
+"""FlyMemory's sixteen tools, with FlyMemory's names and argument shapes.
+
+A FlyMemory client (`mcp__flymemory__flymemory_*`, its hooks) works
+unchanged: the same arguments are accepted and the text reads the same way
+(`[NEW #12] …`, `[#12 | active | …] …`). Every tool calls what the REST
+endpoint of the same operation calls (memories/api.py), with that endpoint's
+input serializer, rehearsal and ledger marks; the text comes with the REST
+JSON of the result as structured content. Optional memflow extras
+(`session_id`, `inject`, `dry_run`, `text`) never change a FlyMemory call's
+meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import CallToolResult
+
+from contexts.errors import Invalid
+from contexts.selectors import Access
+from memflow_site.mcp.runner import Answer, Call, run_tool, validated
+from memories import rendering, selectors, services
+from memories.api import (
+    AutoApi,
+    CleanupApi,
+    ConflictsApi,
+    ConsolidateApi,
+    MemoryDetailApi,
+    MemoryListCreateApi,
+    MemorySupersedeApi,
+    RecallInputSerializer,
+    SessionPackApi,
+    memory_json,
+    remember_json,
+)
+from memories.conf import memory_setting
+from memories.models import InjectionEvent, Memory
+
+_OUTCOME_LABELS = {"created": "NEW", "strengthened": "STRENGTHENED", "merged": "MERGED"}
+
+
+# --- text shapes ---------------------------------------------------------------------
+
+
+def _source(memory: Memory) -> str:
+    return memory.source + (f":{memory.app}" if memory.app else "")
+
+
+def _age(memory: Memory, now: datetime) -> str:
+    return rendering.age_label(memory.created_at, now)
+
+
+def _state(memory: Memory) -> str:
+    return f"superseded by #{memory.superseded_by_id}" if memory.valid_to else "active"
+
+
+def _remembered_line(result: services.RememberResult) -> str:
+    label = _OUTCOME_LABELS[result.outcome]
+    note = "" if result.outcome == "created" else " (existing entry updated in place)"
+    line = f"[{label} #{result.memory.pk}{note}] {rendering.one_line(result.memory.text, 80)}"
+    if result.superseded:
+        line += " | supersedes " + ", ".join(f"#{i}" for i in result.superseded)
+    return line
+
+
+# --- recall, as RecallApi answers it -------------------------------------------------------
+
+
+def _recall_values(
+    *,
+    query: str,
+    top_k: int,
+    mode: str,
+    compartment: str = "",
+    include_superseded: bool = False,
+    budget_chars: int | None = None,
+    session_id: str = "",
+    inject: bool = False,
+) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "query": query,
+        "k": top_k,
+        "mode": mode,
+        "include_superseded": include_superseded,
+        "session": session_id,
+        "inject": inject,
+    }
+    if compartment:
+        values["compartment"] = compartment
+    if budget_chars is not None:
+        values["budget_chars"] = budget_chars
+    return values
+
+
+def _recall(
+    call: Call, values: dict[str, Any], filters: selectors.MemoryFilters
+) -> tuple[dict[str, Any], list[selectors.Hit], datetime]:
+    """`memories.api.run_recall` for a tool call: same selector, rehearsal and ledger."""
+    workspace = call.workspace
+    now = timezone.now()
+    mode = values["mode"]
+    k = values["k"] if mode == "full" else max(values["k"], 20)
+    result = selectors.memory_recall(
+        workspace=workspace, query=values["query"], k=k, filters=filters, now=now
+    )
+    memories = [hit.memory for hit in result.hits]
+    body: dict[str, Any] = {
+        "mode": mode,
+        "fusion": {
+            "lexical_weight": round(result.fusion.lexical_weight, 3),
+            "reason": result.fusion.reason,
+        },
+    }
+    if mode == "full":
+        ids = [int(m.pk) for m in memories]
+        body["results"] = [
+            {
+                "id": hit.memory.pk,
+                "text": hit.memory.text,
+                "score": round(hit.score, 4),
+                "age": _age(hit.memory, now),
+                "source": hit.memory.source,
+                "app": hit.memory.app,
+                "compartment": hit.memory.compartment,
+                "state_key": hit.memory.state_key,
+                "created_at": hit.memory.created_at,
+                "valid_to": hit.memory.valid_to,
+                "retention": round(hit.retention, 4),
+            }
+            for hit in result.hits
+        ]
+    elif mode == "index":
+        budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_index_chars"))
+        body["block"], ids = rendering.index_block(memories, now=now, budget_chars=budget)
+    else:
+        budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_block_chars"))
+        body["block"], ids = rendering.recall_block(memories, now=now, budget_chars=budget)
+    body["ids"] = ids
+    services.memory_rehearse(ids=ids, now=now)
+    session = call.session(values.get("session", ""))
+    services.ledger_record(
+        workspace=workspace, session=session, memory_ids=ids, kind=InjectionEvent.Kind.RECALLED
+    )
+    if values.get("inject"):
+        services.ledger_record(
+            workspace=workspace, session=session, memory_ids=ids, kind=InjectionEvent.Kind.INJECTED
+        )
+    return body, result.hits, now
+
+
+def _hit_lines(hits: Sequence[selectors.Hit], now: datetime, width: int = 160) -> list[str]:
+    return [
+        f"[#{hit.memory.pk} | {_state(hit.memory)} | score={hit.score:.4f} | "
+        f"{_age(hit.memory, now)} | src={_source(hit.memory)} | "
+        f"retention={hit.retention:.0%}] {rendering.one_line(hit.memory.text, width)}"
+        for hit in hits
+    ]
+
+
+# --- the tools --------------------------------------------------------------------------------
+
+
+async def flymemory_remember(
+    ctx: Context,
+    text: str,
+    tags: str = "",
+    compartment: str = "",
+    state_key: str = "",
+    state_value: str = "",
+    session_id: str = "",
+) -> CallToolResult:
+    """Store an important finding or decision (source=model).
+
+    Near-duplicates strengthen or merge the existing entry instead of adding
+    a copy (the answer then names the existing id). Write declarative,
+    third-person facts. Lessons (pitfalls) go in compartment="lessons" and
+    start with their trigger words (the tool or environment they are about).
+
+    Args:
+        text: what to remember
+        tags: optional comma-separated tags (kept in the entry's metadata)
+        compartment: optional topic partition; recall with the same compartment to scope
+        state_key: optional entity-state key (e.g. "user.phone"); remembering with the
+            same key supersedes the older current value
+        state_value: the current value for state_key
+        session_id: optional harness session id (defaults to the connection's ?session=)
+    """
+
+    def body(call: Call) -> Answer:
+        tag_list = [t.strip() for t in tags.split(",") if t.strip()]
+        data = validated(
+            MemoryListCreateApi.InputSerializer,
+            {
+                "text": text,
+                "compartment": compartment,
+                "state_key": state_key,
+                "state_value": state_value,
+                "source": Memory.Source.MODEL,
+                "app": call.app,
+                "metadata": {"tags": tag_list} if tag_list else {},
+                "session": session_id,
+            },
+        )
+        item = data.to_input()
+        result = services.memory_remember(
+            workspace=call.workspace,
+            item=item,
+            user=call.user,
+            session=call.session(session_id),
+        )
+        return Answer(_remembered_line(result), remember_json(result))
+
+    return await run_tool(ctx, body, access=Access.WRITE)
+
+
+async def flymemory_recall(
+    ctx: Context,
+    query: str,
+    top_k: int = 5,
+    include_superseded: bool = False,
+    compartment: str = "",
+    session_id: str = "",
+    inject: bool = False,
+) -> CallToolResult:
+    """Hybrid recall: semantic and keyword rankings fused, weighted by retention.
+
+    Results carry ids, scores, age and provenance. Superseded entries are left
+    out unless include_superseded=True (use it for history questions). Short
+    queries retrieve poorly: if nothing relevant comes back, rephrase with more
+    context before concluding the memory does not exist.
+
+    Args:
+        query: the query text
+        top_k: how many memories to return (1-100)
+        include_superseded: include entries marked as superseded
+        compartment: optional partition to scope recall to (e.g. "lessons")
+        session_id: optional harness session id, for the usage ledger
+        inject: the caller puts these results into a model's context (ledger: injected)
+    """
+
+    def body(call: Call) -> Answer:
+        data = validated(
+            RecallInputSerializer,
+            _recall_values(
+                query=query,
+                top_k=top_k,
+                mode="full",
+                compartment=compartment,
+                include_superseded=include_superseded,
+                session_id=session_id,
+                inject=inject,
+            ),
+        )
+        answer, hits, now = _recall(call, data.validated_data, data.filters())
+        text = "\n".join(_hit_lines(hits, now)) or "No relevant memories found."
+        return Answer(text, answer)
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_auto(
+    ctx: Context,
+    context: str,
+    response: str = "",
+    top_k: int = 3,
+    session_id: str = "",
+) -> CallToolResult:
+    """Recall and store in one call: what a prompt hook calls every turn.
+
+    1. RECALL: memories relevant to `context`.
+    2. STORE: the interaction (`context`, and `response` when given) as a
+       hook-captured entry; near-duplicates strengthen the existing one.
+
+    Args:
+        context: the user's message or the current conversation context
+        response: optional, the assistant's response to store with it
+        top_k: how many memories to recall (1-100)
+        session_id: optional harness session id (defaults to the connection's ?session=)
+    """
+
+    def body(call: Call) -> Answer:
+        data = validated(
+            AutoApi.InputSerializer,
+            {
+                **_recall_values(query=context, top_k=top_k, mode="full", session_id=session_id),
+                "source": Memory.Source.HOOK,
+                "app": call.app,
+            },
+        )
+        values: dict[str, Any] = data.validated_data
+        # As AutoApi: `source` and `app` describe the capture, not a recall filter.
+        filters = dataclasses.replace(data.filters(), source=None, app=None)
+        recall, hits, now = _recall(call, values, filters)
+        lines = (
+            ["RECALLED MEMORIES:", *(f"  {line}" for line in _hit_lines(hits, now, 80))]
+            if hits
+            else ["RECALL: no relevant memories for this topic."]
+        )
+        if hits:
+            lines.append(
+                "HINT: entries above are one-line summaries; fetch the full text with "
+                "flymemory_get_memory(memory_id)."
+            )
+        text = f"{context} ||| {response}" if response.strip() else context
+        result = services.memory_remember(
+            workspace=call.workspace,
+            item=services.RememberInput(
+                text=text,
+                compartment=values["capture_compartment"],
+                source=values["source"],
+                app=values["app"],
+            ),
+            user=call.user,
+            session=call.session(session_id),
+        )
+        lines.append(f"STORED: {_remembered_line(result)}")
+        return Answer("\n".join(lines), {"recall": recall, "captured": remember_json(result)})
+
+    return await run_tool(ctx, body, access=Access.WRITE)
+
+
+async def flymemory_recall_index(
+    ctx: Context,
+    query: str,
+    top_k: int = 10,
+    compartment: str = "",
+    budget_chars: int | None = None,
+    session_id: str = "",
+    inject: bool = False,
+) -> CallToolResult:
+    """Progressive disclosure, layer 1: a compact index of matching memories.
+
+    One line each (`#id | age | source | first words`), within a character
+    budget. If an entry looks relevant, read it with flymemory_get_memory.
+
+    Args:
+        query: the query text
+        top_k: how many entries to consider (at least 20 are ranked)
+        compartment: optional partition to scope recall to
+        budget_chars: size of the index (default: the workspace's, 1200)
+        session_id: optional harness session id, for the usage ledger
+        inject: the caller puts this index into a model's context (ledger: injected)
+    """
+
+    def body(call: Call) -> Answer:
+        data = validated(
+            RecallInputSerializer,
+            _recall_values(
+                query=query,
+                top_k=top_k,
+                mode="index",
+                compartment=compartment,
+                budget_chars=budget_chars,
+                session_id=session_id,
+                inject=inject,
+            ),
+        )
+        answer, _, _ = _recall(call, data.validated_data, data.filters())
+        return Answer(answer["block"] or "No matching memories.", answer)
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_recall_block(
+    ctx: Context,
+    query: str,
+    budget_chars: int | None = None,
+    top_k: int = 20,
+    compartment: str = "",
+    include_superseded: bool = False,
+    session_id: str = "",
+    inject: bool = False,
+) -> CallToolResult:
+    """The best matching memories in full, as many as fit a character budget.
+
+    What a prompt hook injects: whole texts, best first, none cut; an entry
+    that does not fit is skipped for a shorter one further down.
+
+    Args:
+        query: the query text (usually the user's message)
+        budget_chars: the block's size (default: the workspace's, 6000)
+        top_k: how many entries to rank (at least 20)
+        compartment: optional partition to scope recall to
+        include_superseded: include entries marked as superseded
+        session_id: optional harness session id, for the usage ledger
+        inject: the caller puts this block into a model's context (ledger: injected)
+    """
+
+    def body(call: Call) -> Answer:
+        data = validated(
+            RecallInputSerializer,
+            _recall_values(
+                query=query,
+                top_k=top_k,
+                mode="block",
+                compartment=compartment,
+                include_superseded=include_superseded,
+                budget_chars=budget_chars,
+                session_id=session_id,
+                inject=inject,
+            ),
+        )
+        answer, _, _ = _recall(call, data.validated_data, data.filters())
+        return Answer(answer["block"] or "No relevant memories found.", answer)
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_get_memory(
+    ctx: Context, memory_id: int, session_id: str = ""
+) -> CallToolResult:
+    """Progressive disclosure, layer 2: the full text and provenance of one memory.
+
+    Args:
+        memory_id: the id from a recall or index line (#id)
+        session_id: optional harness session id, for the usage ledger (expanded)
+    """
+
+    def body(call: Call) -> Answer:
+        params = validated(MemoryDetailApi.GetParams, {"session": session_id})
+        memory = selectors.memory_get(workspace=call.workspace, memory_id=memory_id)
+        services.ledger_record(
+            workspace=call.workspace,
+            session=call.session(params.validated_data.get("session", "")),
+            memory_ids=[memory.pk],
+            kind=InjectionEvent.Kind.EXPANDED,
+        )
+        now = timezone.now()
+        head = [f"#{memory.pk}", f"src={_source(memory)}", f"age={_age(memory, now)}"]
+        if memory.compartment:
+            head.append(f"compartment={memory.compartment}")
+        if memory.state_key:
+            head.append(f"state={memory.state_key}")
+        if memory.valid_to:
+            head.append(f"SUPERSEDED by #{memory.superseded_by_id}")
+        return Answer(f"[{' | '.join(head)}]\n{memory.text}", memory_json(memory, now=now))
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_supersede(
+    ctx: Context,
+    old_memory_id: int,
+    new_memory_id: int | None = None,
+    text: str = "",
+    session_id: str = "",
+) -> CallToolResult:
+    """Mark an outdated memory as superseded by a newer one.
+
+    The judgment is the calling model's: call this when a newer entry replaces
+    an older state. The old entry leaves default recall but stays in history
+    (include_superseded, flymemory_state_history).
+
+    Args:
+        old_memory_id: the entry that is outdated
+        new_memory_id: the entry that replaces it (usually the id remember just returned)
+        text: instead of new_memory_id, the new text (stored as a new entry)
+        session_id: optional harness session id, for the usage ledger (superseded)
+    """
+
+    def body(call: Call) -> Answer:
+        values: dict[str, Any] = {"session": session_id}
+        if new_memory_id is not None:
+            values["by"] = new_memory_id
+        if text:
+            values["text"] = text
+        data: dict[str, Any] = validated(MemorySupersedeApi.InputSerializer, values).validated_data
+        memory = selectors.memory_get(workspace=call.workspace, memory_id=old_memory_id)
+        by = None
+        if data.get("by") is not None:
+            by = selectors.memory_get(workspace=call.workspace, memory_id=data["by"])
+        session = call.session(data.get("session", ""))
+        successor = services.memory_supersede(
+            workspace=call.workspace,
+            memory=memory,
+            by=by,
+            text=data.get("text"),
+            user=call.user,
+            session=session,
+        )
+        services.ledger_record(
+            workspace=call.workspace,
+            session=session,
+            memory_ids=[memory.pk],
+            kind=InjectionEvent.Kind.SUPERSEDED,
+        )
+        memory.refresh_from_db()
+        successor.refresh_from_db()
+        return Answer(
+            f"[SUPERSEDED] #{memory.pk} -> #{successor.pk} (excluded from default recall)",
+            {"superseded": memory_json(memory), "by": memory_json(successor)},
+        )
+
+    return await run_tool(ctx, body, access=Access.WRITE)
+
+
+async def flymemory_state_lookup(ctx: Context, state_key: str) -> CallToolResult:
+    """The CURRENT value of an entity-state key (e.g. "user.phone").
+
+    At most one entry per key is current; for its past values use
+    flymemory_state_history.
+
+    Args:
+        state_key: the key given to flymemory_remember
+    """
+
+    def body(call: Call) -> Answer:
+        memory = selectors.state_current(workspace=call.workspace, key=state_key)
+        now = timezone.now()
+        since = rendering.age_label(memory.valid_from, now)
+        return Answer(
+            f"[{state_key}] CURRENT: {memory.text} (since {since}, #{memory.pk})",
+            {
+                "key": state_key,
+                "value": memory.state_value or memory.text,
+                "since": memory.valid_from,
+                "memory": memory_json(memory, now=now),
+            },
+        )
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_state_history(ctx: Context, state_key: str) -> CallToolResult:
+    """Every value an entity-state key has had, oldest first, the current one last.
+
+    Args:
+        state_key: the key given to flymemory_remember
+    """
+
+    def body(call: Call) -> Answer:
+        chain = selectors.state_history(workspace=call.workspace, key=state_key)
+        now = timezone.now()
+        lines = [f"STATE HISTORY: {state_key} ({len(chain)} entries)"]
+        for memory in chain:
+            tag = (
+                "CURRENT"
+                if memory.valid_to is None
+                else f"superseded by #{memory.superseded_by_id}"
+            )
+            lines.append(
+                f"  [#{memory.pk} | {rendering.age_label(memory.valid_from, now)} | {tag}] "
+                f"{rendering.one_line(memory.text, 90)}"
+            )
+        return Answer(
+            "\n".join(lines),
+            {"key": state_key, "history": [memory_json(m, now=now) for m in chain]},
+        )
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_consolidate(
+    ctx: Context,
+    memory_ids: list[int],
+    conclusion: str,
+    compartment: str = "",
+    session_id: str = "",
+) -> CallToolResult:
+    """Consolidate several related memories into ONE higher-order conclusion.
+
+    Which ids belong together and what the conclusion says is the calling
+    model's judgment. The conclusion is a new entry linking back to its
+    evidence; the originals are kept, never deleted.
+
+    Args:
+        memory_ids: ids of the related memories (at least 2)
+        conclusion: the higher-order conclusion
+        compartment: optional partition for the conclusion
+        session_id: optional harness session id (defaults to the connection's ?session=)
+    """
+
+    def body(call: Call) -> Answer:
+        data: dict[str, Any] = validated(
+            ConsolidateApi.InputSerializer,
+            {
+                "ids": memory_ids,
+                "conclusion": conclusion,
+                "compartment": compartment,
+                "app": call.app,
+                "session": session_id,
+            },
+        ).validated_data
+        memory = services.memory_consolidate(
+            workspace=call.workspace,
+            ids=data["ids"],
+            conclusion=data["conclusion"],
+            compartment=data["compartment"],
+            app=data["app"],
+            user=call.user,
+            session=call.session(data.get("session", "")),
+        )
+        evidence = list(dict.fromkeys(data["ids"]))
+        return Answer(
+            f"[CONSOLIDATED -> #{memory.pk}] evidence: {evidence} | "
+            f"{rendering.one_line(memory.text, 80)}",
+            memory_json(memory),
+        )
+
+    return await run_tool(ctx, body, access=Access.WRITE)
+
+
+def _conflict_line(conflict: selectors.Conflict, width: int) -> str:
+    return (
+        f"  #{conflict.a.pk} <-> #{conflict.b.pk} (sim={conflict.cosine:.2f}): "
+        f"{rendering.one_line(conflict.a.text, width)} <-> "
+        f"{rendering.one_line(conflict.b.text, width)}"
+    )
+
+
+def _conflict_json(conflict: selectors.Conflict, now: datetime) -> dict[str, Any]:
+    return {
+        "a": memory_json(conflict.a, now=now),
+        "b": memory_json(conflict.b, now=now),
+        "cosine": round(conflict.cosine, 4),
+    }
+
+
+async def flymemory_find_conflicts(
+    ctx: Context, min_sim: float = 0.92, limit: int = 20
+) -> CallToolResult:
+    """Candidate contradictions: current entries that mean nearly the same but say
+    it differently. Candidates only — YOU decide per pair: supersede (a real
+    contradiction) or consolidate/forget (a duplicate).
+
+    Args:
+        min_sim: the cosine similarity a pair must reach (0.5-1.0)
+        limit: at most this many pairs (1-200)
+    """
+
+    def body(call: Call) -> Answer:
+        params: dict[str, Any] = validated(
+            ConflictsApi.Params, {"threshold": min_sim, "limit": limit}
+        ).validated_data
+        conflicts = selectors.memory_conflicts(
+            workspace=call.workspace, threshold=params["threshold"], limit=params["limit"]
+        )
+        now = timezone.now()
+        if conflicts:
+            text = "\n".join(
+                [
+                    f"CONFLICT CANDIDATES: {len(conflicts)} (you decide: supersede or merge)",
+                    *(_conflict_line(c, 70) for c in conflicts),
+                ]
+            )
+        else:
+            text = "No contradiction candidates found."
+        return Answer(text, {"conflicts": [_conflict_json(c, now) for c in conflicts]})
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_insights(
+    ctx: Context, decay_threshold: float = 0.5, limit: int = 10
+) -> CallToolResult:
+    """What needs attention: candidate contradictions, and valuable entries (the
+    model's or imported) whose retention is falling below the threshold — they
+    fade unless rehearsed.
+
+    Args:
+        decay_threshold: retention below which a valuable entry counts as fading (0-1)
+        limit: at most this many of each (1-200)
+    """
+
+    def body(call: Call) -> Answer:
+        if not 0 <= decay_threshold <= 1:
+            raise Invalid("decay_threshold is between 0 and 1.", code="invalid")
+        if not 1 <= limit <= 200:
+            raise Invalid("limit is between 1 and 200.", code="invalid")
+        now = timezone.now()
+        conflicts = selectors.memory_conflicts(workspace=call.workspace, limit=limit)
+        fading = selectors.memory_fading(
+            workspace=call.workspace, below=decay_threshold, limit=limit, now=now
+        )
+        lines = [f"CONTRADICTION CANDIDATES: {len(conflicts)}"]
+        lines += [_conflict_line(c, 60) for c in conflicts]
+        lines.append(f"HIGH-VALUE ENTRIES FADING (retention < {decay_threshold}): {len(fading)}")
+        lines += [
+            f"  [#{m.pk} | retention={r:.0%}] {rendering.one_line(m.text, 70)}" for m, r in fading
+        ]
+        return Answer(
+            "\n".join(lines),
+            {
+                "conflicts": [_conflict_json(c, now) for c in conflicts],
+                "fading": [
+                    memory_json(m, now=now, extra={"retention": round(r, 4)}) for m, r in fading
+                ],
+            },
+        )
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_forget(ctx: Context, memory_id: int) -> CallToolResult:
+    """Delete one memory for good — for entries that are WRONG.
+
+    Merely outdated entries are superseded (flymemory_supersede), not
+    forgotten. If the entry had superseded another, that one becomes current again.
+
+    Args:
+        memory_id: the id to delete
+    """
+
+    def body(call: Call) -> Answer:
+        memory = selectors.memory_get(workspace=call.workspace, memory_id=memory_id)
+        text = memory.text
+        services.memory_forget(workspace=call.workspace, memory=memory)
+        return Answer(
+            f"[FORGOT #{memory_id}] {rendering.one_line(text, 80)}", {"forgotten": memory_id}
+        )
+
+    return await run_tool(ctx, body, access=Access.WRITE)
+
+
+async def flymemory_cleanup(
+    ctx: Context,
+    min_retention: float = 0.1,
+    protect_model_stored: bool = True,
+    dry_run: bool = False,
+) -> CallToolResult:
+    """Directed forgetting: remove entries whose retention decayed below the
+    workspace's thresholds (valuable model/import entries only far below).
+    Pinned entries and the evidence of a consolidation are always kept.
+
+    Args:
+        min_retention: accepted for FlyMemory compatibility; memflow applies the
+            workspace's `cleanup_threshold` (and `cleanup_threshold_valuable`)
+        protect_model_stored: accepted for compatibility; always on in memflow
+        dry_run: only list what would be removed
+    """
+
+    def body(call: Call) -> Answer:
+        data: dict[str, Any] = validated(
+            CleanupApi.InputSerializer, {"dry_run": dry_run}
+        ).validated_data
+        report = services.memory_cleanup(workspace=call.workspace, dry_run=data["dry_run"])
+        plain = memory_setting(call.workspace, "cleanup_threshold")
+        valuable = memory_setting(call.workspace, "cleanup_threshold_valuable")
+        remaining = Memory.objects.filter(workspace=call.workspace).count()
+        if report.dry_run:
+            head = f"Would remove {len(report.candidates)} decayed memories."
+        else:
+            head = f"Removed {report.removed} decayed memories. Remaining: {remaining}"
+        return Answer(
+            f"{head} (thresholds: retention < {plain:.3g}, model/import < {valuable:.3g})",
+            {
+                "dry_run": report.dry_run,
+                "removed": report.removed,
+                "remaining": remaining,
+                "candidates": [
+                    {"id": i, "retention": round(r, 4), "source": s}
+                    for i, r, s in report.candidates
+                ],
+            },
+        )
+
+    return await run_tool(ctx, body, access=Access.WRITE)
+
+
+async def flymemory_session_pack(ctx: Context, minutes: float = 180) -> CallToolResult:
+    """A recovery pack after a compaction or a return to a session: the recent
+    working trail plus the newest conclusions, oldest first.
+
+    Args:
+        minutes: how far back the trail reaches (default 180)
+    """
+
+    def body(call: Call) -> Answer:
+        values: dict[str, Any] = validated(
+            SessionPackApi.Params, {"minutes": round(minutes)}
+        ).validated_data
+        now = timezone.now()
+        pack = selectors.session_pack(workspace=call.workspace, minutes=values["minutes"], now=now)
+
+        def entry(m: Memory) -> dict[str, Any]:
+            return {
+                "id": m.pk,
+                "text": selectors.cut_at_sentence(m.text, values["chars"]),
+                "age": _age(m, now),
+                "source": m.source,
+                "app": m.app,
+            }
+
+        def lines(memories: list[Memory]) -> list[str]:
+            return [
+                f"  [#{m.pk} | {_age(m, now)} | {_source(m)}] "
+                f"{selectors.cut_at_sentence(m.text, values['chars'])}"
+                for m in memories
+            ]
+
+        if not pack.trail and not pack.conclusions:
+            text = "Nothing to recover: no entries in the requested window."
+        else:
+            parts = []
+            if pack.trail:
+                parts += [f"RECENT TRAIL (last {values['minutes']} min):", *lines(pack.trail)]
+            if pack.conclusions:
+                parts += ["LATEST CONCLUSIONS:", *lines(pack.conclusions)]
+            text = "\n".join(parts)
+        return Answer(
+            text,
+            {
+                "trail": [entry(m) for m in pack.trail],
+                "conclusions": [entry(m) for m in pack.conclusions],
+            },
+        )
+
+    return await run_tool(ctx, body)
+
+
+async def flymemory_stats(ctx: Context) -> CallToolResult:
+    """Library statistics: counts, ages, access counts, and entries per app."""
+
+    def body(call: Call) -> Answer:
+        stats = selectors.memory_stats(workspace=call.workspace)
+        if not stats["current"] and not stats["superseded"]:
+            return Answer("Memory empty.", stats)
+
+        def listed(counts: dict[str, int]) -> str:
+            return ", ".join(f"{name or '-'}={n}" for name, n in counts.items()) or "-"
+
+        text = (
+            f"Memories: {stats['current']} current, {stats['superseded']} superseded, "
+            f"Oldest: {stats['oldest_age_days']}d, Newest: {stats['newest_age_days']}d, "
+            f"Avg access count: {stats['access_count_mean']:.1f}, "
+            f"Never accessed: {stats['never_accessed']}, State keys: {stats['state_keys']}\n"
+            f"Apps: {listed(stats['by_app'])}\n"
+            f"Sources: {listed(stats['by_source'])}\n"
+            f"Compartments: {listed(stats['by_compartment'])}"
+        )
+        return Answer(text, stats)
+
+    return await run_tool(ctx, body)
+
+
+TOOLS = (
+    flymemory_remember,
+    flymemory_recall,
+    flymemory_auto,
+    flymemory_recall_index,
+    flymemory_recall_block,
+    flymemory_get_memory,
+    flymemory_supersede,
+    flymemory_state_lookup,
+    flymemory_state_history,
+    flymemory_consolidate,
+    flymemory_find_conflicts,
+    flymemory_insights,
+    flymemory_forget,
+    flymemory_cleanup,
+    flymemory_session_pack,
+    flymemory_stats,
+)
+
+
+def register(server: FastMCP) -> None:
+    for tool in TOOLS:
+        server.add_tool(tool)
