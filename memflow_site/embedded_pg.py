@@ -28,6 +28,18 @@ logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "memflow"
 
+# Server settings for the embedded Postgres (a `DATABASE_URL` server is its
+# operator's to tune; the README names the same values). Postgres's defaults
+# suit a tiny machine: 128 MB of shared buffers hold a fifth of a
+# 100,000-memory workspace, so recall kept copying pages in from the OS cache.
+# JIT compiles plans for big aggregates in tens of milliseconds, which an
+# interactive hook never wins back. shared_buffers applies from the next start.
+TUNING = {
+    "shared_buffers": os.environ.get("MEMFLOW_PG_SHARED_BUFFERS", "512MB"),
+    "jit": "off",
+    "random_page_cost": "1.1",
+}
+
 _lock = threading.Lock()
 _state: EmbeddedPostgres | None = None
 
@@ -93,8 +105,32 @@ def ensure_running(data_dir: Path) -> EmbeddedPostgres:
             if not exists:
                 conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
                 logger.info("created database %s in %s", DATABASE_NAME, pgdata)
+            _tune(conn)
         _state = state
         return state
+
+
+def _tune(conn: Any) -> None:
+    """Write TUNING into postgresql.auto.conf where it differs; reload what can be."""
+    from psycopg import sql as psycopg_sql
+
+    changed = False
+    for name, value in TUNING.items():
+        current = conn.execute(
+            "SELECT setting FROM pg_file_settings WHERE name = %s AND applied IS NOT NULL "
+            "ORDER BY seqno DESC LIMIT 1",
+            [name],
+        ).fetchone()
+        if current is None or current[0] != value:
+            # Utility statements take no bind parameters: quote as a literal.
+            conn.execute(
+                psycopg_sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                    psycopg_sql.Identifier(name), psycopg_sql.Literal(value)
+                )
+            )
+            changed = True
+    if changed:
+        conn.execute("SELECT pg_reload_conf()")
 
 
 def forget_dead_users() -> None:
