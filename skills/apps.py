@@ -6,3 +6,8 @@ from django.apps import AppConfig
 class SkillsConfig(AppConfig):
     name = "skills"
     verbose_name = "Skills"
+
+    def ready(self) -> None:
+        from skills import hooks
+
+        hooks.register()

@@ -536,7 +536,7 @@ def _goal_lines(session: Sequence[NoteEvent], priors: Sequence[str]) -> list[str
     return lines
 
 
-def _tool_kind(event: NoteEvent) -> str:
+def tool_kind(event: NoteEvent) -> str:
     name = event.tool_name.lower()
     name = name.rsplit("__", 1)[-1]  # mcp__server__tool
     if name in _SHELL_TOOLS:
@@ -550,7 +550,7 @@ def _tool_kind(event: NoteEvent) -> str:
     return "other"
 
 
-def _is_inspection(command: str) -> bool:
+def is_inspection(command: str) -> bool:
     segments = [s for s in re.split(r"&&|\|\||[;|\n]", command) if s.strip()]
     if not segments:
         return True
@@ -575,7 +575,7 @@ def _attempts(session: Sequence[NoteEvent]) -> dict[tuple[str, str], _Attempt]:
     for index, event in enumerate(session):
         if event.kind != "tool":
             continue
-        kind = _tool_kind(event)
+        kind = tool_kind(event)
         target = event.tool_input
         shown = f" `{_one_line(_first_line(target), 140)}`" if target else ""
         if kind == "shell":
@@ -593,7 +593,7 @@ def _attempts(session: Sequence[NoteEvent]) -> dict[tuple[str, str], _Attempt]:
         attempt.order = index
         if event.failed:
             attempt.failures.append(index)
-            attempt.error = _error_line(event.text)
+            attempt.error = error_line(event.text)
         else:
             attempt.successes.append(index)
             attempt.outcome = _outcome_line(event.text) if kind == "shell" else ""
@@ -610,7 +610,7 @@ _ERRORISH = re.compile(
 )
 
 
-def _error_line(text: str) -> str:
+def error_line(text: str) -> str:
     """The one line that says why a call failed."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in lines:  # pytest's short summary names the test and the error
@@ -644,7 +644,7 @@ def _outcome_line(text: str) -> str:
 def _working_lines(attempts: dict[tuple[str, str], _Attempt]) -> list[str]:
     lines = []
     for (kind, target), attempt in sorted(attempts.items(), key=lambda kv: kv[1].order):
-        if not attempt.successes or (kind == "shell" and _is_inspection(target)):
+        if not attempt.successes or (kind == "shell" and is_inspection(target)):
             continue
         line = f"- {attempt.label}"
         if attempt.outcome:
@@ -907,7 +907,7 @@ def _scan_session(session: Sequence[NoteEvent], found: _Found) -> None:
         elif event.kind == "assistant":
             found.scan(event.text, rank=2, weak=True)
         elif event.kind == "tool":
-            kind = _tool_kind(event)
+            kind = tool_kind(event)
             if kind in ("edit", "write", "read") and re.fullmatch(r"\S{1,200}", event.tool_input):
                 action = {"edit": "edited", "write": "created", "read": "read"}[kind]
                 if event.failed:
@@ -923,10 +923,10 @@ def _scan_session(session: Sequence[NoteEvent], found: _Found) -> None:
                     for line in event.text.splitlines()
                     if _EXCEPTION_LINE.match(line.strip()) or line.strip().startswith('File "')
                 ]
-                found.scan("\n".join([_error_line(event.text), *error_lines]), rank=1, weak=True)
+                found.scan("\n".join([error_line(event.text), *error_lines]), rank=1, weak=True)
             # Logs are full of hex (addresses, digests, request ids); only git's
             # output is trusted to hold commit hashes.
-            git = _tool_kind(event) == "shell" and re.search(r"\bgit\b", event.tool_input)
+            git = tool_kind(event) == "shell" and re.search(r"\bgit\b", event.tool_input)
             found.scan(event.text, rank=3, weak=False, hashes=bool(git))
 
 
@@ -1196,7 +1196,7 @@ def _transcript_line(event: NoteEvent, output_chars: int) -> str:
             text = f"{text[:head]}\n…\n{text[-tail:]}"
         line += "\n  " + text.replace("\n", "\n  ")
     elif not output_chars and event.failed:
-        line += f": {_error_line(event.text)}"
+        line += f": {error_line(event.text)}"
     return line
 
 
