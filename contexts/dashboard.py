@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
 from django.contrib.auth.decorators import login_required  # noqa: F401  (re-exported for apps)
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest
+from django.core.paginator import Page, Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django_htmx.middleware import HtmxDetails
 
 from contexts.errors import Forbidden, NotFound
@@ -26,3 +32,104 @@ def workspace_for_page(
         raise Http404("No such workspace.") from None
     except Forbidden as exc:
         raise PermissionDenied(exc.detail) from None
+
+
+def page_of(request: HttpRequest, items: Any, per_page: int) -> Page:
+    """One page of `items` (`?page=`); a page number out of range gives the last page."""
+    return Paginator(items, per_page).get_page(request.GET.get("page") or 1)
+
+
+# --- server-drawn charts --------------------------------------------------------------
+#
+# The dashboard draws its few charts as inline SVG on the server: no chart
+# library to vendor, nothing that runs in the browser, and the numbers are
+# also in the page as text (the <title> of each bar and a table beside it)
+# for screen readers and for copying.
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    label: str
+    value: float
+    title: str
+
+
+@dataclass(frozen=True)
+class BarChart:
+    width: int
+    height: int
+    bars: tuple[Bar, ...]
+    peak: float
+    peak_label: str
+    first_label: str
+    last_label: str
+
+    @property
+    def empty(self) -> bool:
+        return not any(bar.value for bar in self.bars)
+
+
+def _shown(value: float, unit: str) -> str:
+    return f"{value:.0%}" if unit == "%" else f"{value:g}{unit}"
+
+
+def bar_chart(
+    points: Sequence[tuple[str, float]],
+    *,
+    width: int = 600,
+    height: int = 120,
+    unit: str = "",
+    ceiling: float | None = None,
+) -> BarChart:
+    """Bars for (label, value) points, left to right; `ceiling` fixes the top (1.0 for rates)."""
+    peak = max((v for _, v in points), default=0.0)
+    top = ceiling if ceiling is not None else (peak or 1.0)
+    slot = width / max(len(points), 1)
+    gap = min(2.0, slot / 4)
+    bars = []
+    for i, (label, value) in enumerate(points):
+        h = (value / top) * (height - 4) if top else 0.0
+        h = max(h, 1.0) if value else 0.0
+        shown = _shown(value, unit)
+        bars.append(
+            Bar(
+                x=round(i * slot + gap / 2, 2),
+                y=round(height - h, 2),
+                width=round(max(slot - gap, 0.5), 2),
+                height=round(h, 2),
+                label=label,
+                value=value,
+                title=f"{label}: {shown}",
+            )
+        )
+    return BarChart(
+        width=width,
+        height=height,
+        bars=tuple(bars),
+        peak=peak,
+        peak_label=_shown(peak, unit),
+        first_label=points[0][0] if points else "",
+        last_label=points[-1][0] if points else "",
+    )
+
+
+def daily_points(
+    counts: Mapping[date, float], *, days: int, today: date
+) -> list[tuple[str, float]]:
+    """(YYYY-MM-DD, value) for each of the last `days` days up to `today`, zeros filled in."""
+    start = today - timedelta(days=days - 1)
+    return [
+        ((start + timedelta(days=i)).isoformat(), counts.get(start + timedelta(days=i), 0))
+        for i in range(days)
+    ]
+
+
+def not_allowed(request: HtmxHttpRequest, *methods: str) -> HttpResponse | None:
+    """405 for other methods; called after the workspace check, so outsiders see 404 first."""
+    if request.method not in methods:
+        return HttpResponseNotAllowed(list(methods))
+    return None

@@ -12,8 +12,20 @@ urlpatterns = [
     path("keys/", views.apikey_list, name="apikey-list"),
     path("keys/<int:key_id>/revoke/", views.apikey_revoke, name="apikey-revoke"),
     path("workspaces/new/", views.workspace_create, name="workspace-create"),
-    path("w/<slug:slug>/", views.workspace_overview, name="workspace-overview"),
     path("w/<slug:slug>/sessions/", views.session_list, name="session-list"),
+    path(
+        "w/<slug:slug>/compression/<str:sha256>/",
+        views.compression_detail,
+        name="compression-detail",
+    ),
     path("w/<slug:slug>/declarations/", views.declaration_list, name="declaration-list"),
+    path(
+        "w/<slug:slug>/declarations/<int:declaration_id>/",
+        views.declaration_detail,
+        name="declaration-detail",
+    ),
+    path(
+        "w/<slug:slug>/documents/<int:document_id>/", views.document_detail, name="document-detail"
+    ),
     path("w/<slug:slug>/settings/", views.workspace_settings, name="workspace-settings"),
 ]

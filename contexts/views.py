@@ -1,18 +1,40 @@
-"""Dashboard pages of the `contexts` app: home, workspaces, sessions, keys."""
+"""Dashboard pages of the `contexts` app: home, overview, sessions, declarations,
+settings, keys."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from contexts import selectors, services
+from contexts import dashboard_selectors as dash_selectors
+from contexts import dashboard_services, selectors, services
 from contexts.auth import request_user
-from contexts.dashboard import HtmxHttpRequest, workspace_for_page
-from contexts.errors import MemflowError
-from contexts.forms import ApiKeyForm, WorkspaceForm
+from contexts.dashboard import (
+    HtmxHttpRequest,
+    not_allowed,
+    page_of,
+    workspace_for_page,
+)
+from contexts.errors import Invalid, MemflowError
+from contexts.forms import (
+    ApiKeyForm,
+    AssemblyPreviewForm,
+    DeclarationForm,
+    DocumentForm,
+    MemberForm,
+    MemberRemoveForm,
+    WorkspaceForm,
+    WorkspaceSettingsForm,
+)
+from contexts.models import Membership
 from contexts.selectors import Access
 
 
@@ -43,50 +65,335 @@ def workspace_create(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "contexts/workspace_form.html", {"form": form})
 
 
-@login_required
-def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    workspace, membership = workspace_for_page(request, slug)
-    sessions = selectors.agent_session_list(workspace=workspace)[:10]
-    return render(
-        request,
-        "contexts/workspace_overview.html",
-        {"workspace": workspace, "membership": membership, "recent_sessions": sessions},
-    )
+# --- sessions -------------------------------------------------------------------------------
+
+SESSIONS_PER_PAGE = 50
 
 
 @login_required
 def session_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
-    sessions = selectors.agent_session_list(workspace=workspace)[:100]
-    return render(
-        request,
-        "contexts/session_list.html",
-        {"workspace": workspace, "membership": membership, "sessions": sessions},
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused
+    page = page_of(
+        request, dash_selectors.session_list_annotated(workspace=workspace), SESSIONS_PER_PAGE
     )
+    context = {"workspace": workspace, "membership": membership, "page": page}
+    return render(request, "contexts/session_list.html", context)
+
+
+@login_required
+def compression_detail(request: HtmxHttpRequest, slug: str, sha256: str) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused
+    try:
+        ref = dash_selectors.compression_ref_get(workspace=workspace, sha256=sha256)
+    except MemflowError:
+        raise Http404("No such original.") from None
+    if request.GET.get("download"):
+        # Served as an opaque download, never rendered: originals are arbitrary tool output.
+        response = HttpResponse(bytes(ref.content), content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{ref.sha256[:16]}.bin"'
+        return response
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "ref": ref,
+        "original": dash_selectors.compression_original_view(ref=ref),
+    }
+    if request.htmx:
+        return render(request, "contexts/compression_detail.html#original", context)
+    return render(request, "contexts/compression_detail.html", context)
+
+
+# --- declarations and documents -----------------------------------------------------------
+
+DECLARATIONS_PER_PAGE = 50
+DOCUMENTS_PER_PAGE = 50
+
+
+def _source_lines(text: str, error_line: int | None) -> list[dict[str, Any]]:
+    return [
+        {"number": n, "text": line, "at_fault": n == error_line}
+        for n, line in enumerate(text.splitlines() or [""], start=1)
+    ]
+
+
+_ERROR_FIELDS = {
+    "invalid_declaration": ("source_text",),
+    "invalid_text": ("source_text", "content"),
+    "invalid_path": ("directory", "path"),
+    "document_too_large": ("content",),
+    "declaration_path": ("path",),
+}
+
+
+def _declaration_error(form: forms.Form, exc: MemflowError) -> int | None:
+    """Put a service's refusal on the form's field; the line at fault, when it names one."""
+    line = exc.extra.get("line") if exc.code == "invalid_declaration" else None
+    field = next((f for f in _ERROR_FIELDS.get(exc.code, ()) if f in form.fields), None)
+    if isinstance(line, int):
+        # "<path>:<line>: message": the page shows the line itself, so just the message.
+        form.add_error(field, exc.detail.split(f":{line}: ", 1)[-1])
+        return line
+    form.add_error(field, exc.detail)
+    return None
 
 
 @login_required
 def declaration_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
-    return render(
-        request,
-        "contexts/declaration_list.html",
-        {"workspace": workspace, "membership": membership},
+    if refused := not_allowed(request, "GET", "HEAD", "POST"):
+        return refused
+    declaration_form = DeclarationForm(prefix="new")
+    document_form = DocumentForm(prefix="doc")
+    error_line = None
+    if request.method == "POST":
+        workspace, membership = workspace_for_page(request, slug, Access.WRITE)
+        if request.POST.get("kind") == "document":
+            document_form = DocumentForm(request.POST, prefix="doc")
+            if document_form.is_valid():
+                try:
+                    services.context_documents_store(
+                        workspace=workspace,
+                        documents=[
+                            (
+                                document_form.cleaned_data["path"],
+                                document_form.cleaned_data["content"],
+                            )
+                        ],
+                    )
+                except MemflowError as exc:
+                    _declaration_error(document_form, exc)
+                else:
+                    messages.success(request, f"Stored {document_form.cleaned_data['path']}.")
+                    return redirect("declaration-list", slug=workspace.slug)
+        else:
+            declaration_form = DeclarationForm(request.POST, prefix="new")
+            if declaration_form.is_valid():
+                try:
+                    declaration, created = services.declaration_store(
+                        workspace=workspace,
+                        directory=declaration_form.cleaned_data["directory"],
+                        source_text=declaration_form.cleaned_data["source_text"],
+                    )
+                except MemflowError as exc:
+                    error_line = _declaration_error(declaration_form, exc)
+                else:
+                    verb = "Stored" if created else "Replaced"
+                    messages.success(request, f"{verb} the declaration of {declaration.directory}.")
+                    return redirect(
+                        "declaration-detail", slug=workspace.slug, declaration_id=declaration.pk
+                    )
+    preview_form = AssemblyPreviewForm(request.GET if "directory" in request.GET else None)
+    preview = None
+    if preview_form.is_bound and preview_form.is_valid():
+        try:
+            preview = dash_selectors.context_assembly_preview(
+                workspace=workspace,
+                directory=preview_form.cleaned_data["directory"],
+                device=preview_form.cleaned_data["device"],
+                hostname=preview_form.cleaned_data["hostname"],
+                env=preview_form.cleaned_data["env"],
+            )
+        except MemflowError as exc:
+            preview_form.add_error(None, exc.detail)
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "declarations": page_of(
+            request, selectors.declaration_list(workspace=workspace), DECLARATIONS_PER_PAGE
+        ),
+        "documents": Paginator(
+            dash_selectors.context_document_sizes(workspace=workspace), DOCUMENTS_PER_PAGE
+        ).get_page(request.GET.get("docs") or 1),
+        "declaration_form": declaration_form,
+        "document_form": document_form,
+        "error_line": error_line,
+        "source_lines": _source_lines(declaration_form["source_text"].value() or "", error_line)
+        if error_line
+        else None,
+        "preview_form": preview_form,
+        "preview": preview,
+    }
+    if request.htmx and request.method == "GET":
+        return render(request, "contexts/declaration_list.html#assembly-preview", context)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "contexts/declaration_list.html", context, status=status)
+
+
+@login_required
+def declaration_detail(request: HtmxHttpRequest, slug: str, declaration_id: int) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD", "POST"):
+        return refused
+    try:
+        declaration = selectors.declaration_get(workspace=workspace, declaration_id=declaration_id)
+    except MemflowError:
+        raise Http404("No such declaration.") from None
+    form = DeclarationForm(
+        initial={"directory": declaration.directory, "source_text": declaration.source_text}
     )
+    error_line = None
+    if request.method == "POST":
+        workspace, membership = workspace_for_page(request, slug, Access.WRITE)
+        if request.POST.get("action") == "delete":
+            services.declaration_delete(workspace=workspace, declaration_id=declaration.pk)
+            messages.success(request, f"Deleted the declaration of {declaration.directory}.")
+            return redirect("declaration-list", slug=workspace.slug)
+        data = request.POST.copy()
+        data["directory"] = declaration.directory  # editing never moves a declaration
+        form = DeclarationForm(data)
+        if form.is_valid():
+            try:
+                services.declaration_store(
+                    workspace=workspace,
+                    directory=declaration.directory,
+                    source_text=form.cleaned_data["source_text"],
+                )
+            except MemflowError as exc:
+                error_line = _declaration_error(form, exc)
+            else:
+                messages.success(request, "Saved; the next assembly reads the new text.")
+                return redirect(
+                    "declaration-detail", slug=workspace.slug, declaration_id=declaration.pk
+                )
+    shown = form["source_text"].value() if error_line else declaration.source_text
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "declaration": declaration,
+        "form": form,
+        "error_line": error_line,
+        "source_lines": _source_lines(shown or "", error_line),
+    }
+    status = 400 if request.method == "POST" else 200
+    return render(request, "contexts/declaration_detail.html", context, status=status)
+
+
+@login_required
+def document_detail(request: HtmxHttpRequest, slug: str, document_id: int) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD", "POST"):
+        return refused
+    try:
+        document = selectors.context_document_get(workspace=workspace, document_id=document_id)
+    except MemflowError:
+        raise Http404("No such document.") from None
+    form = DocumentForm(initial={"path": document.path, "content": document.content})
+    if request.method == "POST":
+        workspace, membership = workspace_for_page(request, slug, Access.WRITE)
+        if request.POST.get("action") == "delete":
+            services.context_document_delete(workspace=workspace, document_id=document.pk)
+            messages.success(request, f"Deleted {document.path}.")
+            return redirect("declaration-list", slug=workspace.slug)
+        data = request.POST.copy()
+        data["path"] = document.path
+        form = DocumentForm(data)
+        if form.is_valid():
+            try:
+                services.context_documents_store(
+                    workspace=workspace, documents=[(document.path, form.cleaned_data["content"])]
+                )
+            except MemflowError as exc:
+                _declaration_error(form, exc)
+            else:
+                messages.success(request, f"Saved {document.path}.")
+                return redirect("document-detail", slug=workspace.slug, document_id=document.pk)
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "document": document,
+        "form": form,
+    }
+    status = 400 if request.method == "POST" else 200
+    return render(request, "contexts/document_detail.html", context, status=status)
+
+
+# --- settings -------------------------------------------------------------------------------
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 @login_required
 def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
-    return render(
-        request,
-        "contexts/workspace_settings.html",
-        {
-            "workspace": workspace,
-            "membership": membership,
-            "members": selectors.membership_list(workspace=workspace),
-        },
+    if refused := not_allowed(request, "GET", "HEAD", "POST"):
+        return refused
+    knobs = dashboard_services.workspace_knobs()
+    settings_form = WorkspaceSettingsForm(
+        knobs=knobs,
+        initial=WorkspaceSettingsForm.initial_for(knobs, workspace.settings),
     )
+    member_form = MemberForm()
+    status = 200
+    if request.method == "POST":
+        workspace, membership = workspace_for_page(request, slug, Access.ADMIN)
+        action = request.POST.get("action")
+        try:
+            if action == "settings":
+                settings_form = WorkspaceSettingsForm(request.POST, knobs=knobs)
+                if not settings_form.is_valid():
+                    raise Invalid("Some values are not usable; see below.")
+                changed = dashboard_services.workspace_settings_update(
+                    workspace=workspace, values=settings_form.values()
+                )
+                messages.success(
+                    request,
+                    f"Saved: {', '.join(changed)}." if changed else "Nothing changed.",
+                )
+                return redirect("workspace-settings", slug=workspace.slug)
+            if action == "member-set":
+                member_form = MemberForm(request.POST)
+                if not member_form.is_valid():
+                    raise Invalid("Give a username and a role.")
+                member = services.membership_set(
+                    workspace=workspace,
+                    username=member_form.cleaned_data["username"],
+                    role=member_form.cleaned_data["role"],
+                )
+                messages.success(request, f"{member.user.username} is now {member.role}.")
+                return redirect("workspace-settings", slug=workspace.slug)
+            if action == "member-remove":
+                remove = MemberRemoveForm(request.POST)
+                if not remove.is_valid():
+                    raise Invalid("Say whom to remove.")
+                services.membership_remove(
+                    workspace=workspace, username=remove.cleaned_data["username"]
+                )
+                messages.success(request, f"{remove.cleaned_data['username']} was removed.")
+                if remove.cleaned_data["username"].lower() == request.user.get_username().lower():
+                    return redirect("home")
+                return redirect("workspace-settings", slug=workspace.slug)
+            raise Http404("No such action.")
+        except MemflowError as exc:
+            messages.error(request, exc.detail)
+            status = 400
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "knob_rows": [
+            (settings_form[k.name], _shown(k.value_in(workspace)), k.is_set_in(workspace))
+            for k in knobs
+            if k.editable
+        ],
+        "read_only_knobs": [(k, _shown(k.value_in(workspace))) for k in knobs if not k.editable],
+        "settings_form": settings_form,
+        "member_form": member_form,
+        "roles": Membership.Role.choices,
+        "members": selectors.membership_list(workspace=workspace),
+        "context_options": json.dumps(
+            (workspace.settings or {}).get(selectors.CONTEXT_SETTINGS_KEY) or {}, indent=2
+        ),
+    }
+    return render(request, "contexts/workspace_settings.html", context, status=status)
 
 
 def _key_form(request: HtmxHttpRequest, data: object = None) -> ApiKeyForm:

@@ -5,6 +5,8 @@ from django.urls import path
 from memories import views
 
 urlpatterns = [
+    path("w/<slug:slug>/", views.workspace_overview, name="workspace-overview"),
+    path("w/<slug:slug>/sessions/<int:session_id>/", views.session_detail, name="session-detail"),
     path("w/<slug:slug>/memories/", views.memory_list, name="memory-list"),
     path("w/<slug:slug>/memories/<int:memory_id>/", views.memory_detail, name="memory-detail"),
     path(
@@ -14,4 +16,6 @@ urlpatterns = [
     ),
     path("w/<slug:slug>/core/", views.core_detail, name="core-detail"),
     path("w/<slug:slug>/core/<str:target>/<str:action>/", views.core_action, name="core-action"),
+    path("w/<slug:slug>/states/", views.state_list, name="state-list"),
+    path("w/<slug:slug>/ledger/", views.ledger_detail, name="ledger-detail"),
 ]

@@ -1,22 +1,35 @@
-"""Dashboard pages of the `memories` app: memories, one memory, core memory."""
+"""Dashboard pages of the `memories` app: memories, one memory, core memory,
+states and the ledger."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import json
+from datetime import date, timedelta
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpResponse, HttpResponseNotAllowed
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
+from contexts import dashboard_selectors as dash_selectors
 from contexts.auth import request_user
-from contexts.dashboard import HtmxHttpRequest, workspace_for_page
+from contexts.dashboard import (
+    HtmxHttpRequest,
+    bar_chart,
+    daily_points,
+    not_allowed,
+    page_of,
+    workspace_for_page,
+)
 from contexts.errors import MemflowError
+from contexts.flowctx import selectors as flowctx_selectors
+from contexts.models import SessionEvent
 from contexts.selectors import Access
 from memories import core, rendering, selectors, services
+from memories import dashboard_selectors as memory_dash
 from memories.conf import memory_setting
 from memories.decay import retention
 from memories.forms import (
@@ -145,7 +158,7 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
         "edit_form": MemoryEditForm(
             initial={"text": memory.text, "compartment": memory.compartment}
         ),
-        "supersede_form": SupersedeForm(),
+        "supersede_form": SupersedeForm(auto_id="supersede_%s"),  # ids unique beside the edit form
     }
     return render(request, "memories/memory_detail.html", context)
 
@@ -279,3 +292,246 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
         error = {"scope": scope, "detail": exc.detail, "code": exc.code, **exc.extra}
     context = _core_context(workspace, membership, user, error=error)
     return render(request, "memories/core_detail.html", context)
+
+
+# --- states ---------------------------------------------------------------------------------
+
+STATES_PER_PAGE = 50
+
+
+@login_required
+def state_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    if request.method not in ("GET", "HEAD"):
+        return HttpResponseNotAllowed(["GET"])
+    query = (request.GET.get("q") or "").strip()[:200]
+    keys = selectors.state_keys(workspace=workspace).defer("embedding", "lex")
+    if query:
+        keys = keys.filter(state_key__icontains=query)
+    page = page_of(request, keys, STATES_PER_PAGE)
+    histories = memory_dash.state_histories(
+        workspace=workspace, keys=[m.state_key for m in page.object_list]
+    )
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "query": query,
+        "page": page,
+        "rows": [(m, histories.get(m.state_key, [m])) for m in page.object_list],
+    }
+    if request.htmx:
+        return render(request, "memories/state_list.html#state-table", context)
+    return render(request, "memories/state_list.html", context)
+
+
+# --- the ledger -------------------------------------------------------------------------------
+
+LEDGER_DAYS = 30
+
+
+@login_required
+def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    if request.method not in ("GET", "HEAD"):
+        return HttpResponseNotAllowed(["GET"])
+    today, start = dash_selectors.recent_days(days=LEDGER_DAYS)
+    daily = memory_dash.ledger_daily(workspace=workspace, since=start)
+    days = [label for label, _ in daily_points({}, days=LEDGER_DAYS, today=today)]
+    rows = [
+        daily.get(date.fromisoformat(d)) or memory_dash.LedgerRow(label=d, injected=0, used=0)
+        for d in days
+    ]
+    summary = selectors.ledger_summary(workspace=workspace, top=20)
+    never = memory_dash.ledger_never_used(workspace=workspace, limit=20)
+    texts = memory_dash.memories_by_id(
+        workspace=workspace,
+        ids=[h["memory_id"] for h in summary["hottest"]] + [n.memory_id for n in never],
+    )
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "days": LEDGER_DAYS,
+        "summary": summary,
+        "daily_rows": [r for r in rows if r.injected],
+        "injected_chart": bar_chart([(r.label, float(r.injected)) for r in rows]),
+        "rate_chart": bar_chart([(r.label, r.rate) for r in rows], unit="%", ceiling=1.0),
+        "by_source": memory_dash.ledger_by_source(workspace=workspace),
+        "hottest": [(h, texts.get(h["memory_id"])) for h in summary["hottest"]],
+        "never_used": [(n, texts.get(n.memory_id)) for n in never],
+    }
+    return render(request, "memories/ledger_detail.html", context)
+
+
+# --- pages that draw on both apps: the overview and what a session saw ----------------------
+# They live here, not in `contexts`, because `contexts` never imports the
+# apps built on it.
+
+# --- overview -------------------------------------------------------------------------------
+
+GROWTH_DAYS = 30
+
+
+@login_required
+def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused
+    now = timezone.now()
+    today, start = dash_selectors.recent_days(days=GROWTH_DAYS, now=now)
+    stats = selectors.memory_stats(workspace=workspace, now=now)
+    created = memory_dash.memory_daily_counts(workspace=workspace, since=start)
+    running = memory_dash.memory_count_before(workspace=workspace, before=start)
+    cumulative = []
+    for label, n in daily_points(created, days=GROWTH_DAYS, today=today):
+        running += int(n)
+        cumulative.append((label, float(running)))
+    sessions = dash_selectors.session_daily_counts(workspace=workspace, since=start)
+    core_view = core.core_view(scope=CoreMemory.Scope.WORKSPACE, user=None, workspace=workspace)
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "stats": stats,
+        "counts": dash_selectors.workspace_counts(workspace=workspace),
+        "core_view": core_view,
+        "days": GROWTH_DAYS,
+        "created_chart": bar_chart(daily_points(created, days=GROWTH_DAYS, today=today)),
+        "total_chart": bar_chart(cumulative),
+        "sessions_chart": bar_chart(daily_points(sessions, days=GROWTH_DAYS, today=today)),
+        "created_in_window": sum(created.values()),
+        "sessions_in_window": sum(sessions.values()),
+        "ledger": selectors.ledger_summary(workspace=workspace, top=5),
+        "recent_sessions": dash_selectors.session_list_annotated(workspace=workspace)[:8],
+        "conflicts": selectors.memory_conflicts(workspace=workspace, limit=10),
+        "fading": selectors.memory_fading(workspace=workspace, limit=10, now=now),
+    }
+    return render(request, "contexts/workspace_overview.html", context)
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+EVENTS_PER_PAGE = 100
+LEDGER_ROWS = 500  # a session's ledger table; the rest is counted, not listed
+PAYLOAD_CHARS = 20_000
+
+# What each family of injected blocks is, for "why did the model see this".
+BLOCK_ORIGINS = (
+    ("context:preload", "the directory's preload, given once per session"),
+    ("context:", "a system-prompt section from the directory's declarations"),
+    ("memflow:core-", "frozen core memory, as it was when the session started"),
+    ("memflow:protocol", "memflow's protocol: how to use the memory tools"),
+    ("memflow:restore", "memories restored after a compaction"),
+    ("memflow:lessons", "lessons recalled for this prompt"),
+    ("memflow:recall", "memories recalled for this prompt"),
+    ("memflow:", "memory"),
+    ("flowctx:compression", "a note about projected tool output and how to expand it"),
+    ("flowctx:handoff", "a handoff note summarising earlier turns"),
+    ("flowctx:scratchpad", "the model's own scratchpad"),
+    ("flowctx:", "working context"),
+    ("skills:nudge", "a nudge to save or use a skill"),
+    ("skills:", "skills"),
+)
+
+
+def _block_origin(name: str) -> str:
+    return next((why for prefix, why in BLOCK_ORIGINS if name.startswith(prefix)), "")
+
+
+def _payload_json(payload: Any) -> str:
+    text = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+    return text if len(text) <= PAYLOAD_CHARS else text[:PAYLOAD_CHARS] + "\n… (cut)"
+
+
+def _first_text(payload: dict[str, Any], *keys: str) -> str:
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return ""
+
+
+def _event_view(
+    event: SessionEvent, marks: dict[int, list[memory_dash.Mark]], known: set[int]
+) -> dict[str, Any]:
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    view: dict[str, Any] = {"event": event, "kind": event.kind, "json": _payload_json(payload)}
+    if event.kind == "injection":
+        blocks = []
+        for block in payload.get("blocks") or []:
+            if not isinstance(block, dict):
+                continue
+            ids = [int(i) for i in block.get("memory_ids") or [] if isinstance(i, int)]
+            blocks.append(
+                {
+                    "name": str(block.get("name", "")),
+                    "order": block.get("order"),
+                    "why": _block_origin(str(block.get("name", ""))),
+                    "text": str(block.get("text", "")),
+                    "sha256": str(block.get("sha256", "")),
+                    "memories": [
+                        {
+                            "id": i,
+                            "exists": i in known,
+                            "marks": sorted({m.kind for m in marks.get(i, [])}),
+                        }
+                        for i in ids
+                    ],
+                }
+            )
+        view["blocks"] = blocks
+        view["trigger"] = str(payload.get("event", ""))
+    elif event.kind == "user-prompt":
+        view["text"] = _first_text(payload, "prompt", "user_prompt", "text")
+    elif event.kind == "post-tool-use":
+        view["tool"] = _first_text(payload, "tool_name", "toolName", "tool")
+    elif event.kind == "stop":
+        view["text"] = _first_text(
+            payload, "last_assistant_message", "assistant_message", "message", "text"
+        )
+    elif event.kind == "context.assembly":
+        view["sections"] = payload.get("sections") or []
+        view["warnings"] = payload.get("warnings") or []
+        view["preload"] = payload.get("preload")
+    return view
+
+
+@login_required
+def session_detail(request: HtmxHttpRequest, slug: str, session_id: int) -> HttpResponse:
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused
+    try:
+        session = dash_selectors.session_get(workspace=workspace, session_id=session_id)
+    except MemflowError:
+        raise Http404("No such session.") from None
+    marks = memory_dash.ledger_marks(session=session)
+    page = page_of(request, dash_selectors.session_events(session=session), EVENTS_PER_PAGE)
+    ids_on_page = {
+        int(i)
+        for event in page.object_list
+        if event.kind == "injection" and isinstance(event.payload, dict)
+        for block in event.payload.get("blocks") or []
+        if isinstance(block, dict)
+        for i in block.get("memory_ids") or []
+        if isinstance(i, int)
+    }
+    listed = sorted(marks)[:LEDGER_ROWS]
+    memories = memory_dash.memories_by_id(workspace=workspace, ids=ids_on_page | set(listed))
+    known = set(memories)  # every id shown in a block on this page was looked up
+    ledger_rows = [{"id": i, "memory": memories.get(i), "marks": marks[i]} for i in listed]
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "session": session,
+        "page": page,
+        "events": [_event_view(e, marks, known) for e in page.object_list],
+        "ledger_rows": ledger_rows,
+        "ledger_ids": len(marks),
+        "ledger_unlisted": len(marks) - len(listed),
+        "refs": dash_selectors.session_compression_refs(session=session),
+        "tree": dash_selectors.summary_tree(session=session),
+        "scratchpad": flowctx_selectors.scratchpad_get(session=session),
+        "now": timezone.now(),
+    }
+    if request.htmx:
+        return render(request, "contexts/session_detail.html#event-log", context)
+    return render(request, "contexts/session_detail.html", context)

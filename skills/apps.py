@@ -8,6 +8,8 @@ class SkillsConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self) -> None:
-        from skills import hooks
+        from contexts.knobs import register_knobs
+        from skills import conf, hooks
 
         hooks.register()
+        register_knobs("Skills", conf.DEFAULTS, order=30)

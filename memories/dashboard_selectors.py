@@ -1,0 +1,192 @@
+"""Reads the dashboard needs beyond `memories.selectors`: growth, state
+histories, the ledger over time and by source, a session's ledger marks.
+
+Everything here is scoped by a workspace the caller already checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from django.db import connection
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+
+from contexts.models import AgentSession, Workspace
+from memories.models import InjectionEvent, Memory
+
+_LEAN = ("embedding", "lex")  # columns no dashboard page reads
+
+
+def memories_by_id(*, workspace: Workspace, ids: Iterable[int]) -> dict[int, Memory]:
+    """The workspace's memories among `ids` (forgotten ones are simply absent)."""
+    wanted = {int(i) for i in ids}
+    if not wanted:
+        return {}
+    return {
+        m.pk: m for m in Memory.objects.filter(workspace=workspace, pk__in=wanted).defer(*_LEAN)
+    }
+
+
+# --- growth -----------------------------------------------------------------------------
+
+
+def memory_daily_counts(*, workspace: Workspace, since: datetime) -> dict[date, int]:
+    """Memories created per day since `since` (current or not)."""
+    # Uses index: memory_recent_idx.
+    rows = (
+        Memory.objects.filter(workspace=workspace, created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .order_by()
+        .values("day")
+        .annotate(n=Count("id"))
+    )
+    return {row["day"]: row["n"] for row in rows}
+
+
+def memory_count_before(*, workspace: Workspace, before: datetime) -> int:
+    return Memory.objects.filter(workspace=workspace, created_at__lt=before).count()
+
+
+# --- states -----------------------------------------------------------------------------
+
+
+def state_histories(*, workspace: Workspace, keys: Iterable[str]) -> dict[str, list[Memory]]:
+    """Each key's chain, oldest first, for a page of keys in one query."""
+    wanted = [k for k in keys if k]
+    found: dict[str, list[Memory]] = {k: [] for k in wanted}
+    if not wanted:
+        return found
+    # Uses index: memory_state_history_idx.
+    rows = (
+        Memory.objects.filter(workspace=workspace, state_key__in=wanted)
+        .select_related("session")
+        .defer(*_LEAN)
+        .order_by("state_key", "valid_from", "id")
+    )
+    for memory in rows:
+        found[memory.state_key].append(memory)
+    return found
+
+
+# --- the ledger ------------------------------------------------------------------------
+#
+# A "use" is counted as `ledger_summary` counts it: an (session, memory id)
+# pair that was injected and then expanded, recalled or superseded in that
+# same session (`ledger_record` only writes uses for injected ids anyway).
+
+_LEDGER_PAIRS = """
+    WITH injected AS (
+        SELECT session_id, memory_id, MIN(at) AS first_at
+        FROM memories_injectionevent
+        WHERE workspace_id = %(ws)s AND kind = 'injected'
+        GROUP BY session_id, memory_id
+    ), used AS (
+        SELECT DISTINCT session_id, memory_id
+        FROM memories_injectionevent
+        WHERE workspace_id = %(ws)s AND kind <> 'injected'
+    )
+"""
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    label: str
+    injected: int
+    used: int
+
+    @property
+    def rate(self) -> float:
+        return self.used / self.injected if self.injected else 0.0
+
+
+def ledger_daily(*, workspace: Workspace, since: datetime) -> dict[date, LedgerRow]:
+    """Injected pairs by the day of their first injection, and how many were then used."""
+    # Raw SQL: a pair-level anti/semi join the ORM would spell as two
+    # correlated subqueries per row. Uses index: injection_workspace_idx.
+    sql = (
+        _LEDGER_PAIRS
+        + """
+        SELECT (i.first_at AT TIME ZONE 'UTC')::date AS day, COUNT(*),
+               COUNT(u.memory_id)
+        FROM injected i
+        LEFT JOIN used u USING (session_id, memory_id)
+        WHERE i.first_at >= %(since)s
+        GROUP BY day ORDER BY day
+    """
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"ws": workspace.pk, "since": since})
+        rows = cursor.fetchall()
+    return {d: LedgerRow(label=d.isoformat(), injected=n, used=u) for d, n, u in rows}
+
+
+def ledger_by_source(*, workspace: Workspace) -> list[LedgerRow]:
+    """Injected pairs and uses by the memory's source; a forgotten memory counts as 'forgotten'."""
+    # Raw SQL: as in ledger_daily, joined to the memory for its source.
+    sql = (
+        _LEDGER_PAIRS
+        + """
+        SELECT COALESCE(m.source, 'forgotten') AS source, COUNT(*), COUNT(u.memory_id)
+        FROM injected i
+        LEFT JOIN used u USING (session_id, memory_id)
+        LEFT JOIN memories_memory m ON m.id = i.memory_id AND m.workspace_id = %(ws)s
+        GROUP BY 1 ORDER BY 2 DESC, 1
+    """
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"ws": workspace.pk})
+        return [LedgerRow(label=s, injected=n, used=u) for s, n, u in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class NeverUsed:
+    memory_id: int
+    injections: int
+    sessions: int
+    last_at: datetime
+
+
+def ledger_never_used(*, workspace: Workspace, limit: int = 20) -> list[NeverUsed]:
+    """Ids injected again and again but never used in any session: context spent for nothing."""
+    # Raw SQL: a hashed NOT IN over the workspace's use events.
+    sql = """
+        SELECT memory_id, COUNT(*) AS n, COUNT(DISTINCT session_id), MAX(at)
+        FROM memories_injectionevent
+        WHERE workspace_id = %(ws)s AND kind = 'injected'
+          AND memory_id NOT IN (
+              SELECT memory_id FROM memories_injectionevent
+              WHERE workspace_id = %(ws)s AND kind <> 'injected'
+          )
+        GROUP BY memory_id
+        ORDER BY n DESC, memory_id
+        LIMIT %(limit)s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"ws": workspace.pk, "limit": limit})
+        return [
+            NeverUsed(memory_id=int(i), injections=n, sessions=s, last_at=at)
+            for i, n, s, at in cursor.fetchall()
+        ]
+
+
+@dataclass(frozen=True)
+class Mark:
+    kind: str
+    at: datetime
+
+
+def ledger_marks(*, session: AgentSession) -> dict[int, list[Mark]]:
+    """Every ledger mark of a session, per memory id, in order."""
+    # Uses index: injection_session_memory_idx.
+    marks: dict[int, list[Mark]] = {}
+    rows = (
+        InjectionEvent.objects.filter(session=session)
+        .order_by("at", "id")
+        .values_list("memory_id", "kind", "at")
+    )
+    for memory_id, kind, at in rows:
+        marks.setdefault(int(memory_id), []).append(Mark(kind=kind, at=at))
+    return marks
