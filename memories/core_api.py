@@ -62,8 +62,9 @@ class CoreApi(MemoryApiView):
         session = SessionField(help_text="Show what this session sees: its frozen snapshot.")
 
     class OutputSerializer(serializers.Serializer):
-        user = CoreViewOutput()
-        memory = CoreViewOutput()
+        # null: a session that never froze the documents sees none.
+        user = CoreViewOutput(allow_null=True)
+        memory = CoreViewOutput(allow_null=True)
         frozen = serializers.BooleanField()
         frozen_at = serializers.CharField(allow_null=True)
 
@@ -177,8 +178,19 @@ class CoreEditApi(MemoryApiView):
         return Response(view_json(view))
 
 
+class RevisionOutput(serializers.Serializer):
+    version = serializers.IntegerField()
+    action = serializers.CharField()
+    user = serializers.CharField(allow_null=True)
+    session = serializers.CharField(allow_null=True)
+    before = serializers.CharField()
+    after = serializers.CharField()
+    detail = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+
+
 class CoreRevisionsApi(MemoryApiView):
-    @extend_schema(operation_id="core_revisions", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="core_revisions", responses=RevisionOutput(many=True))
     def get(self, request: Request, slug: str, target: str) -> Response:
         scope = core.scope_for(target)
         revisions = core.core_revisions(

@@ -17,7 +17,7 @@ from django.db.models.functions import TruncDate
 from contexts.models import AgentSession, Workspace
 from memories.models import InjectionEvent, Memory
 
-_LEAN = ("embedding", "lex")  # columns no dashboard page reads
+_LEAN = ("embedding", "embedding_next", "lex")  # columns no dashboard page reads
 
 
 def memories_by_id(*, workspace: Workspace, ids: Iterable[int]) -> dict[int, Memory]:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from contexts.hooks import (
     Block,
     HookContext,
+    inert,
     register_injection_observer,
     register_observer,
     register_provider,
@@ -24,7 +25,7 @@ from contexts.hooks import (
 from contexts.models import SessionEvent
 from memories import core, rendering, selectors, services
 from memories.conf import memory_setting
-from memories.embeddings import get_embedder
+from memories.embeddings import Embedder, Kind
 from memories.models import InjectionEvent, Memory
 
 logger = logging.getLogger(__name__)
@@ -42,11 +43,24 @@ RECALL_NOTE = (
 INDEX_NOTE = "More entries that may matter. To read one in full, call get_memory(id)."
 
 
-def _prompt_vector(ctx: HookContext, text: str) -> np.ndarray:
-    """The prompt's embedding, computed once per hook call and shared."""
-    key = f"vector:{text}"
+def _embedder(ctx: HookContext) -> Embedder:
+    """The workspace's embedder, looked up once per hook call."""
+    if "memories:embedder" not in ctx.cache:
+        ctx.cache["memories:embedder"] = selectors.embedder_for(ctx.workspace)
+    embedder: Embedder = ctx.cache["memories:embedder"]
+    return embedder
+
+
+def _prompt_vector(ctx: HookContext, text: str, kind: Kind = "query") -> np.ndarray:
+    """The prompt's embedding, computed once per hook call and shared.
+
+    As a query for recall, as a passage for storing; one vector serves both
+    unless the model tells them apart (e5).
+    """
+    embedder = _embedder(ctx)
+    key = f"vector:{'query' if embedder.symmetric else kind}:{text}"
     if key not in ctx.cache:
-        ctx.cache[key] = get_embedder().encode([text])[0]
+        ctx.cache[key] = embedder.encode_one(text, kind=kind)
     vector: np.ndarray = ctx.cache[key]
     return vector
 
@@ -82,7 +96,9 @@ def core_blocks(ctx: HookContext) -> Iterable[Block]:
     for scope, order in (("user", 50), ("memory", 51)):
         view = views.get(scope)
         if view is not None and view.content:
-            blocks.append(Block(name=f"memflow:core-{scope}", order=order, text=view.rendered))
+            blocks.append(
+                Block(name=f"memflow:core-{scope}", order=order, text=inert(view.rendered))
+            )
     return blocks
 
 
@@ -106,7 +122,7 @@ def restore_block(ctx: HookContext) -> Block | None:
             lines.append(title)
             for m in entries:
                 lines.append(
-                    f"- #{m.pk} [{rendering.age_label(m.created_at, now)}] {selectors.cut_at_sentence(' '.join(m.text.split()), 240)}"
+                    f"- #{m.pk} [{rendering.age_label(m.created_at, now)}] {selectors.cut_at_sentence(' '.join(inert(m.text).split()), 240)}"
                 )
                 ids.append(int(m.pk))
     lines.append("</memflow-restore>")
@@ -131,6 +147,7 @@ def lessons_block(ctx: HookContext) -> Block | None:
         k=int(ctx.setting("hook_lessons", 2)),
         filters=selectors.MemoryFilters(compartment="lessons"),
         vector=_prompt_vector(ctx, query),
+        vector_model=_embedder(ctx).model_id,
     ).hits
     if not hits:
         return None
@@ -156,6 +173,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         k=int(ctx.setting("hook_recall_k", 12)),
         filters=selectors.MemoryFilters(exclude_compartments=["lessons"]),
         vector=_prompt_vector(ctx, query),
+        vector_model=_embedder(ctx).model_id,
         now=now,
     ).hits
     memories = [h.memory for h in hits]
@@ -242,7 +260,8 @@ def after_injection(ctx: HookContext, blocks: list[Block]) -> None:
             items=[services.RememberInput(text=ctx.prompt, source="hook", app=ctx.app)],
             user=ctx.user,
             session=ctx.session,
-            vectors=np.stack([_prompt_vector(ctx, ctx.prompt)]),
+            vectors=np.stack([_prompt_vector(ctx, ctx.prompt, "passage")]),
+            vectors_model=_embedder(ctx).model_id,
         )
 
 

@@ -113,6 +113,7 @@ class Query:
     terms: list[str]  # distinct, in order of first appearance
     identifiers: list[str]  # identifier-like chunks in their original case
     identifier_share: float = 0.0  # of the query's chunks, how many are identifiers
+    cjk_share: float = 0.0  # of the query's word characters, how many are CJK
 
     @property
     def is_empty(self) -> bool:
@@ -132,7 +133,14 @@ def parse_query(text: str) -> Query:
         if not _is_cjk(chunk) and looks_like_identifier(chunk) and len(chunk) >= 3:
             identifiers.append(chunk)
     share = len(identifiers) / len(chunks) if chunks else 0.0
-    return Query(terms=list(seen), identifiers=identifiers, identifier_share=share)
+    cjk = sum(len(c) for c in chunks if _is_cjk(c))
+    letters = sum(len(c) for c in chunks)
+    return Query(
+        terms=list(seen),
+        identifiers=identifiers,
+        identifier_share=share,
+        cjk_share=cjk / letters if letters else 0.0,
+    )
 
 
 def idf(df: int, n_docs: int) -> float:

@@ -35,6 +35,12 @@ class Memory(models.Model):
     norm_hash = models.CharField(max_length=64)
     embedding = VectorField(dimensions=384, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
+    # While the workspace re-embeds with another model (`WorkspaceEmbedder`),
+    # the new vector waits here (not indexed, so writing it is cheap); recall
+    # keeps using `embedding` until every row has one, then the two are
+    # exchanged. Cleared whenever the text changes.
+    embedding_next = VectorField(dimensions=384, null=True, blank=True)
+    embedding_next_model = models.CharField(max_length=200, blank=True, default="")
     lex = models.JSONField(default=dict, blank=True)
     lex_len = models.PositiveIntegerField(default=0)
 
@@ -128,6 +134,49 @@ class Memory(models.Model):
     @property
     def is_current(self) -> bool:
         return self.valid_to is None
+
+
+class WorkspaceEmbedder(models.Model):
+    """Which embedder a workspace's vectors come from, and the re-embed under way, if any.
+
+    No row means the default backend. `backend` is the one serving recall;
+    `target_backend`, when set, is the one the workspace asked for and whose
+    vectors are being computed into `Memory.embedding_next` in the
+    background (`memories.tasks.reembed_step`). `generation` grows with every
+    request, so a step started for an older request stops.
+
+    When every row has its new vector, the columns are exchanged. A large
+    workspace does that in chunks (`swapping`): each chunk rewrites its rows
+    into every index, the HNSW graph included, so a single statement would
+    hold the workspace's writes for minutes. Meanwhile the dense arm ranks
+    by the old model, reading each row's old vector from whichever column
+    holds it (an exact scan: `selectors.dense_arm`).
+    """
+
+    workspace = models.OneToOneField(
+        Workspace, primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    backend = models.CharField(max_length=32)
+    target_backend = models.CharField(max_length=32, blank=True, default="")
+    target_model = models.CharField(max_length=200, blank=True, default="")
+    generation = models.PositiveIntegerField(default=0)
+    cursor = models.BigIntegerField(default=0)  # the last memory id of the current sweep
+    swapping = models.BooleanField(default=False)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    def __str__(self) -> str:
+        if self.target_backend:
+            return f"{self.backend} -> {self.target_backend} ({self.done}/{self.total})"
+        return self.backend
+
+    @property
+    def reembedding(self) -> bool:
+        return bool(self.target_backend)
 
 
 class MemoryEvidence(models.Model):

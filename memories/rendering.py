@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from contexts.hooks import inert
 from memories.models import Memory
 
 
@@ -29,7 +30,7 @@ def age_label(then: datetime, now: datetime) -> str:
 
 
 def one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(inert(text).split())
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
 
 
@@ -62,7 +63,9 @@ def recall_block(
     used = 0
     for memory in memories:
         source = memory.source + (f":{memory.app}" if memory.app else "")
-        entry = f"[#{memory.pk} | {age_label(memory.created_at, now)} | {source}]\n{memory.text}"
+        entry = (
+            f"[#{memory.pk} | {age_label(memory.created_at, now)} | {source}]\n{inert(memory.text)}"
+        )
         cost = len(entry) + (2 if parts else 0)
         if used + cost > budget_chars:
             continue  # a shorter one further down may still fit

