@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from contexts.errors import NotFound
 from contexts.models import ApiKey, Membership, Workspace
 from contexts.selectors import Access, workspace_access
 
@@ -44,3 +45,6 @@ class WorkspaceApiView(APIView):
             access=access,
             api_key=request_key(request),
         )
+        if any("\x00" in value for value in kwargs.values() if isinstance(value, str)):
+            # Nothing can be named with a NUL: Postgres refuses it in text.
+            raise NotFound("No such object.", code="not_found")

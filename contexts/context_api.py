@@ -351,7 +351,7 @@ class DocumentListCreateApi(WorkspaceApiView):
     )
     def get(self, request: Request, slug: str) -> Response:
         limit = _query_int(request, "limit", 200, maximum=1000)
-        offset = _query_int(request, "offset", 0, maximum=None)
+        offset = _query_int(request, "offset", 0, maximum=1_000_000_000)
         documents = selectors.context_document_list(
             workspace=self.workspace, prefix=request.query_params.get("prefix", "")
         )[offset : offset + limit]

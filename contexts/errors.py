@@ -8,11 +8,16 @@ API contract: clients branch on them, so they never change once published.
 
 from __future__ import annotations
 
+import io
+import re
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions as drf_exceptions
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 
@@ -53,6 +58,11 @@ class Invalid(MemflowError):
     code = "invalid"
 
 
+class TooLarge(MemflowError):
+    status_code = 413
+    code = "request_too_large"
+
+
 # DRF's own default codes are already stable names; these few are renamed so a
 # client sees one vocabulary whatever layer answered.
 _DRF_CODE_NAMES = {"invalid": "invalid", "error": "invalid"}
@@ -65,6 +75,12 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
     if isinstance(exc, MemflowError):
         return Response(exc.as_json(), status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own answer would be an HTML 400 page.
+        too_large = TooLarge(
+            f"The request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes."
+        )
+        return Response(too_large.as_json(), status=too_large.status_code)
     if isinstance(exc, Http404):
         exc = drf_exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -101,6 +117,63 @@ def _first_message(detail: Any, path: str = "") -> str:
                 return _first_message(item, sub)
     text = str(detail)
     return f"{path}: {text}" if path else text
+
+
+# What Postgres cannot store in text or jsonb: NUL, and lone UTF-16 surrogates
+# (what a JSON escape such as \ud800 decodes to).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+class SafeJSONParser(JSONParser):
+    """DRF's JSON parser, refusing with a 400 what would otherwise fail later
+    with a 500: nesting deeper than `MEMFLOW_JSON_MAX_DEPTH` (Python's own
+    recursion limit is hit near 1,000 levels), and strings holding NUL or lone
+    surrogates anywhere, map keys included. With `clean`, such characters,
+    and bytes that are not UTF-8, become U+FFFD instead (hooks: a tool result
+    may hold anything)."""
+
+    clean = False
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        if self.clean and stream is not None:
+            # Bytes that are not UTF-8 become U+FFFD as well.
+            stream = io.BytesIO(stream.read().decode("utf-8", "replace").encode())
+        try:
+            data = super().parse(stream, media_type, parser_context)
+            return _checked(data, 0, settings.MEMFLOW_JSON_MAX_DEPTH, self.clean)
+        except RecursionError:
+            raise drf_exceptions.ParseError(
+                "The JSON is nested too deeply.", code="json_too_deep"
+            ) from None
+
+
+def _checked(value: Any, depth: int, max_depth: int, clean: bool) -> Any:
+    if isinstance(value, str):
+        return _checked_text(value, clean)
+    if not isinstance(value, (dict, list)):
+        return value
+    if depth >= max_depth:
+        raise drf_exceptions.ParseError(
+            f"The JSON nests deeper than {max_depth} levels.", code="json_too_deep"
+        )
+    if isinstance(value, list):
+        return [_checked(item, depth + 1, max_depth, clean) for item in value]
+    return {
+        _checked_text(key, clean): _checked(item, depth + 1, max_depth, clean)
+        for key, item in value.items()
+    }
+
+
+def _checked_text(text: str, clean: bool) -> str:
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return text
+    if clean:
+        return _UNSTORABLE.sub("\ufffd", text)
+    raise drf_exceptions.ParseError(
+        f"Text may not hold U+{ord(found.group()):04X} (NUL or a lone surrogate).",
+        code="invalid_characters",
+    )
 
 
 def json_404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:

@@ -23,10 +23,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 # `api_key = "…"`, `TOKEN: …`, `password=…` with a value that looks random.
-_ASSIGNMENT = re.compile(
-    r"(?i)\b[\w.\-]*(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|auth)[\w.\-]*"
-    r"\s*[:=]\s*['\"]?([A-Za-z0-9+/=_\-.]{16,})"
-)
+# Possessive and split in two, so each name and value is read once: the one
+# expression this replaces backtracked quadratically (minutes on 7 kB of
+# `tokena.tokena.…`), stalling any write path that checks text.
+_ASSIGNMENT = re.compile(r"(?<![\w.\-])([\w.\-]++)\s*+[:=]\s*+['\"]?")
+_CREDENTIAL_NAME = re.compile(r"(?i)api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|auth")
+_VALUE = re.compile(r"[A-Za-z0-9+/=_\-.]{16,}+")
 
 
 def _entropy(value: str) -> float:
@@ -39,9 +41,17 @@ def find_secret(text: str) -> str | None:
     for label, pattern in _PATTERNS:
         if pattern.search(text):
             return label
-    for match in _ASSIGNMENT.finditer(text):
-        value = match.group(1)
-        has_mix = any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-        if has_mix and _entropy(value) >= 3.5:
+    at = 0
+    while (match := _ASSIGNMENT.search(text, at)) is not None:
+        at = match.end()
+        if not _CREDENTIAL_NAME.search(match.group(1)):
+            continue
+        value = _VALUE.match(text, at)
+        if value is None:
+            continue
+        at = value.end()
+        found = value.group()
+        has_mix = any(c.isdigit() for c in found) and any(c.isalpha() for c in found)
+        if has_mix and _entropy(found) >= 3.5:
             return "credential assignment"
     return None

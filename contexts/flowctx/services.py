@@ -30,6 +30,7 @@ from contexts.models import (
     SummaryNode,
     Workspace,
 )
+from contexts.secrets import find_secret
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +177,12 @@ def scratchpad_edit(*, session: AgentSession, op: str, text: str, old_text: str 
             new = pad.text.replace(old_text, text, 1)
         else:
             new = text
+        label = find_secret(text)
+        if label:
+            raise Invalid(
+                f"That text looks like it holds a credential ({label}); it was not stored.",
+                code="secret_detected",
+            )
         if len(new) > limit:
             raise Invalid(
                 f"The scratchpad would hold {len(new):,} chars; its limit is {limit:,}. "

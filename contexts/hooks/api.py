@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
@@ -10,10 +11,18 @@ from rest_framework.views import APIView
 
 from contexts.api_base import request_key
 from contexts.auth import request_user
+from contexts.errors import SafeJSONParser, TooLarge
 from contexts.hooks.pipeline import hook_handle
 
 
+class HookJSONParser(SafeJSONParser):
+    # A tool result may hold NUL or broken UTF-8: stored with U+FFFD, not refused.
+    clean = True
+
+
 class HookApi(APIView):
+    parser_classes = [HookJSONParser]
+
     @extend_schema(
         operation_id="hook",
         request=OpenApiTypes.OBJECT,
@@ -25,6 +34,13 @@ class HookApi(APIView):
         ),
     )
     def post(self, request: Request, event: str) -> Response:
+        # Before the body is read: a hook sits on the hot path of every turn.
+        length = str(request.META.get("CONTENT_LENGTH") or "")
+        if length.isdigit() and int(length) > settings.MEMFLOW_HOOK_MAX_BYTES:
+            raise TooLarge(
+                f"A hook body is at most {settings.MEMFLOW_HOOK_MAX_BYTES:,} bytes "
+                "(MEMFLOW_HOOK_MAX_BYTES)."
+            )
         outcome = hook_handle(
             event=event,
             payload=request.data,

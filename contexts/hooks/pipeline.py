@@ -184,7 +184,7 @@ def classify_prompt(payload: dict[str, Any]) -> tuple[str | None, str]:
         return None, "an automation heartbeat"
     if _MODEL_SWITCH.match(text):
         return None, "a model-switch notice"
-    from memories.secrets import find_secret  # the one credential filter for every path
+    from contexts.secrets import find_secret  # the one credential filter for every path
 
     if find_secret(text):
         return None, "looks like it holds a credential"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,19 @@ CLAUDE_EVENT_NAMES = {
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
 }
+
+
+# The tags memflow frames injected data with. Text from memories, events or
+# notes that spells one of them would close (or forge) a frame, and what
+# follows would reach the model as if memflow said it.
+_FRAME_TAG = re.compile(
+    r"<(?=/?\s*(?:memflow-[\w-]*|flowctx-[\w-]*|working_memory|working-context)\b)", re.I
+)
+
+
+def inert(text: str) -> str:
+    """Stored text made safe to place inside one of memflow's frames."""
+    return _FRAME_TAG.sub("&lt;", text)
 
 
 @dataclass(frozen=True)

@@ -71,3 +71,11 @@ def test_it_is_injected_on_each_prompt_only_when_enabled(client, acme):
         "remember: staging is eu-west-1\n</working_memory>"
     )
     assert expected in text
+
+
+def test_a_credential_is_refused_and_nothing_is_stored(client):
+    edit(client, op="append", text="deploy notes")
+    refused = edit(client, op="append", text="token: ghp_" + "a1B2c3D4e5" * 4)
+    assert refused.status_code == 400
+    assert refused.json()["code"] == "secret_detected"
+    assert client.get(URL).json()["text"] == "deploy notes"

@@ -1,0 +1,191 @@
+"""Credentials stay out: the filter on every write path, keys never logged or
+stored raw, and a production configuration that passes `check --deploy`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from contexts.models import ApiKey
+from memories.models import CoreMemory, Memory
+from tests.mcp.client import Mcp
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Fakes in the shapes the filter knows; none is a real credential.
+CREDENTIALS = {
+    "github": "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    "aws": "AKIA" + "IOSFODNN7EXAMPLE",
+    "private key": "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "assignment": 'DATABASE_PASSWORD="' + "q8Zr2Lx9Vt4Nw7Ks3Hd6" + '"',
+    "memflow": "mf_" + "Xy7" * 15,
+}
+
+
+def text_with(secret: str) -> str:
+    return f"For the deploy, use {secret} when the pipeline asks."
+
+
+@pytest.fixture
+def client(acme, bob, make_key, api):
+    return api(make_key(bob))
+
+
+@pytest.mark.parametrize("secret", CREDENTIALS.values(), ids=CREDENTIALS.keys())
+def test_rest_remember_refuses_a_credential_and_stores_nothing(client, secret):
+    answer = client.post(
+        "/api/v1/workspaces/acme/memories/", {"text": text_with(secret)}, format="json"
+    )
+    assert answer.status_code == 422, answer.content
+    assert answer.json()["code"] == "secret_detected"
+    bulk = client.post(
+        "/api/v1/workspaces/acme/memories/bulk/",
+        {"items": [{"text": "a harmless fact"}, {"text": text_with(secret)}]},
+        format="json",
+    )
+    assert bulk.status_code == 422 and bulk.json()["index"] == 1
+    state = client.post(
+        "/api/v1/workspaces/acme/memories/",
+        {"text": "the deploy credential", "state_key": "deploy.cred", "state_value": secret},
+        format="json",
+    )
+    assert state.status_code == 422
+    core = client.post(
+        "/api/v1/workspaces/acme/core/memory/",
+        {"action": "add", "content": text_with(secret)},
+        format="json",
+    )
+    assert core.status_code == 422 and core.json()["code"] == "secret_detected"
+    assert not Memory.objects.exists()
+    assert not CoreMemory.objects.filter(content__contains=secret).exists()
+
+
+@pytest.mark.parametrize("secret", CREDENTIALS.values(), ids=CREDENTIALS.keys())
+def test_a_prompt_holding_a_credential_is_not_captured_by_the_hook(client, secret):
+    answer = client.post(
+        "/api/v1/hooks/user-prompt",
+        {"session_id": "s1", "workspace": "acme", "prompt": text_with(secret)},
+        format="json",
+    )
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["captured"] is False
+    assert "credential" in answer.json()["skipped"]
+    compaction = client.post(
+        "/api/v1/hooks/pre-compact",
+        {"session_id": "s1", "workspace": "acme", "summary": text_with(secret)},
+        format="json",
+    )
+    assert compaction.status_code == 200
+    assert not Memory.objects.filter(text__contains=secret).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_remember_and_core_memory_refuse_a_credential(live, acme, bob, make_key):
+    mcp = Mcp(f"{live.url}/mcp/?workspace=acme", make_key(bob))
+    for secret in CREDENTIALS.values():
+        refused = mcp.error("flymemory_remember", text=text_with(secret))
+        assert refused["code"] == "secret_detected", refused
+        refused = mcp.error("memory", action="add", target="memory", content=text_with(secret))
+        assert refused["code"] == "secret_detected", refused
+    assert not Memory.objects.exists()
+    assert not CoreMemory.objects.filter(content__contains="deploy").exists()
+
+
+def test_api_keys_are_stored_hashed(alice, make_key):
+    raw = make_key(alice)
+    row = ApiKey.objects.values().get()
+    assert all(raw not in str(value) for value in row.values())
+    assert len(row["prefix"]) <= 16 and raw.startswith(row["prefix"])
+
+
+def test_api_keys_never_reach_the_log_records(acme, bob, make_key, api, caplog):
+    raw = make_key(bob)
+    bogus = "mf_" + secrets.token_urlsafe(32)
+    with caplog.at_level(logging.DEBUG):
+        api(raw).get("/api/v1/workspaces/acme/memories/")
+        api(raw).get("/api/v1/workspaces/acme/memories/987654/")  # a logged 404
+        api(raw).post("/api/v1/workspaces/acme/memories/", {"text": ""}, format="json")  # 400
+        api(bogus).get("/api/v1/workspaces/acme/")  # a logged 401
+        api(raw).post(
+            "/api/v1/hooks/user-prompt",
+            {"session_id": "s1", "workspace": "acme", "prompt": f"my key is {raw}"},
+            format="json",
+        )
+    assert caplog.records, "nothing was logged: the check would prove nothing"
+    for record in caplog.records:
+        text = record.getMessage() + repr(record.args) + repr(record.__dict__.get("request"))
+        assert raw not in text and bogus not in text, record.getMessage()
+    # The prompt holding the key was not captured, and the session log keeps
+    # only what the harness sent (the key is in the prompt, as typed).
+    assert not Memory.objects.filter(text__contains=raw).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_api_keys_never_reach_the_server_log(live, acme, bob, make_key):
+    raw = make_key(bob)
+    bogus = "mf_" + secrets.token_urlsafe(32)
+    headers = {"Authorization": f"Bearer {raw}"}
+    with httpx.Client(base_url=live.url, timeout=60) as http:
+        assert http.get("/api/v1/workspaces/acme/", headers=headers).status_code == 200
+        assert http.get("/api/v1/workspaces/acme/nope/", headers=headers).status_code == 404
+        assert (
+            http.get("/api/v1/workspaces/acme/", headers={"Authorization": f"Bearer {bogus}"})
+        ).status_code == 401
+        deep = '{"session_id": "s", "workspace": "acme", "x": ' + "[" * 200 + "]" * 200 + "}"
+        answer = http.post(
+            "/api/v1/hooks/post-tool-use",
+            content=deep,
+            headers={**headers, "Content-Type": "application/json"},
+        )
+        assert answer.status_code == 400
+    Mcp(f"{live.url}/mcp/?workspace=acme", raw).ok("flymemory_stats")
+    log = live.log()
+    assert "Bad Request" in log or "Not Found" in log, "the server logged nothing to search"
+    assert raw not in log and bogus not in log
+    assert "Bearer" not in log
+
+
+def test_responses_carry_the_hardening_headers(client):
+    answer = client.get("/api/v1/workspaces/acme/")
+    assert answer["X-Content-Type-Options"] == "nosniff"
+    assert answer["X-Frame-Options"] == "DENY"
+    assert answer["Referrer-Policy"] == "same-origin"
+
+
+# security.W004 (HSTS) and security.W008 (SSL redirect) are left to the TLS
+# front: `memflow serve` answers plain HTTP on loopback, where the hooks of the
+# same machine call it; a redirect to HTTPS there would break every hook.
+JUSTIFIED = {"security.W004", "security.W008"}
+
+
+def test_check_deploy_passes_with_production_settings(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMFLOW_", "DATABASE_URL"))}
+    env.update(
+        MEMFLOW_DATA_DIR=str(tmp_path),
+        MEMFLOW_DEBUG="false",
+        MEMFLOW_SECURE_COOKIES="true",
+        MEMFLOW_SECRET_KEY=secrets.token_urlsafe(64),
+        MEMFLOW_ALLOWED_HOSTS="memflow.example.org",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "ERROR"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    found = {
+        line.split("(", 1)[1].split(")", 1)[0]
+        for line in result.stderr.splitlines()
+        if line.startswith("?: (")
+    }
+    assert found <= JUSTIFIED, result.stderr
