@@ -5,6 +5,7 @@ workspace of her own and must never see theirs."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -12,6 +13,15 @@ from rest_framework.test import APIClient
 
 from contexts import services
 from contexts.models import ApiKey, Membership, Workspace
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    """The personas' passwords hashed in microseconds, not PBKDF2's second each.
+
+    tests/browser restores the real hashers: a live server verifies its logins.
+    """
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -68,6 +68,14 @@ def _database_url() -> str:
     return f"postgresql://{auth}@{port}/{quote(s['NAME'], safe='')}?host={host}"
 
 
+@pytest.fixture(autouse=True)
+def real_password_hashing(settings: Any) -> None:
+    """The live server verifies logins with the real hashers (not the suite's fast one)."""
+    from django.conf import global_settings
+
+    settings.PASSWORD_HASHERS = global_settings.PASSWORD_HASHERS
+
+
 @pytest.fixture(scope="module")
 def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     """`memflow serve` (no worker) on a free port, against the test database."""

@@ -48,21 +48,21 @@ class Mcp:
 
         return self._run(names)
 
-    def call(self, name: str, **arguments: Any) -> CallToolResult:
+    def call(self, tool: str, /, **arguments: Any) -> CallToolResult:
         async def call(session: ClientSession) -> CallToolResult:
-            return await session.call_tool(name, arguments)
+            return await session.call_tool(tool, arguments)
 
         return self._run(call)
 
-    def ok(self, name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
+    def ok(self, tool: str, /, **arguments: Any) -> tuple[str, dict[str, Any]]:
         """The text and structured content of a call that must succeed."""
-        result = self.call(name, **arguments)
-        assert not result.isError, f"{name} failed: {text_of(result)}"
+        result = self.call(tool, **arguments)
+        assert not result.isError, f"{tool} failed: {text_of(result)}"
         return text_of(result), result.structuredContent or {}
 
-    def error(self, name: str, **arguments: Any) -> dict[str, Any]:
+    def error(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
         """The `{"code", "detail"}` of a call that must fail."""
-        result = self.call(name, **arguments)
-        assert result.isError, f"{name} should have failed: {text_of(result)}"
+        result = self.call(tool, **arguments)
+        assert result.isError, f"{tool} should have failed: {text_of(result)}"
         assert result.structuredContent is not None
         return result.structuredContent

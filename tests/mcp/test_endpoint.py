@@ -40,6 +40,8 @@ MEMFLOW_TOOLS = {
     "flowctx_scratch_append",
     "flowctx_scratch_replace",
     "flowctx_scratch_rethink",
+    "skill_list",
+    "skill_get",
 }
 
 

@@ -135,3 +135,26 @@ def test_the_scratchpad_tools_edit_the_sessions_working_memory(served, key, acme
     assert full["code"] == "scratchpad_full"
     no_session = Mcp(f"{served.url}/mcp/?workspace=acme", key)
     assert no_session.error("flowctx_scratch_append", text="x")["code"] == "session_required"
+
+
+def test_the_skill_tools_list_the_catalogue_and_load_a_body_recording_the_use(served, key, acme):
+    from skills import services as skill_services
+    from skills.models import Skill, SkillUse
+
+    skill_services.skill_create(
+        workspace=acme,
+        user=None,
+        name="release-checklist",
+        description="Cut a release of the payments service",
+        body="1. Tag\n2. Build\n3. Announce",
+        why="written by hand",
+    )
+    client = Mcp(f"{served.url}/mcp/?workspace=acme&session=dsh-9", key)
+    text, catalogue = client.ok("skill_list")
+    assert text == "release-checklist: Cut a release of the payments service"
+    assert "body" not in catalogue["skills"][0]
+    text, skill = client.ok("skill_get", name="release-checklist")
+    assert text.endswith("1. Tag\n2. Build\n3. Announce") and skill["version"] == 1
+    assert SkillUse.objects.filter(skill__name="release-checklist").count() == 1
+    assert Skill.objects.get(name="release-checklist").use_count == 1
+    assert client.error("skill_get", name="nope")["code"] == "skill_not_found"
