@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from contexts.errors import Conflict, Invalid, MemflowError, NotFound
 from contexts.models import AgentSession, Workspace
-from memories import embeddings, lexical, selectors
+from memories import embeddings, lexical, rendering, selectors
 from memories.conf import DEDUPE_MIN_CONTAINED_SHARE, memory_setting, merge_cosine
 from memories.embeddings import DEFAULT_BACKEND, Embedder, get_embedder
 from memories.models import (
@@ -1241,3 +1241,70 @@ def _reembed_finish(workspace: Workspace, job: WorkspaceEmbedder, embedder: Embe
     _clear_waiting(workspace)
     logger.info("workspace %s now embeds with %s", workspace.slug, model_id)
     return True
+
+
+# --- recall as the interfaces answer it -----------------------------------------------
+
+
+def memory_recall_answer(
+    *,
+    workspace: Workspace,
+    session: AgentSession | None,
+    values: dict[str, Any],
+    filters: selectors.MemoryFilters,
+) -> tuple[dict[str, Any], list[selectors.Hit], datetime]:
+    """Recall as the API and the MCP tools answer it, in one of three shapes
+    (`values`: mode full|index|block, k, query, budget_chars, inject).
+
+    Rehearses what it returns and records it in the session's ledger as
+    recalled (and injected, with `inject`). Returns the answer, the hits and
+    the time it used.
+    """
+    now = timezone.now()
+    mode = values["mode"]
+    k = values["k"] if mode == "full" else max(values["k"], 20)
+    result = selectors.memory_recall(
+        workspace=workspace, query=values["query"], k=k, filters=filters, now=now
+    )
+    memories = [hit.memory for hit in result.hits]
+    body: dict[str, Any] = {
+        "mode": mode,
+        "fusion": {
+            "lexical_weight": round(result.fusion.lexical_weight, 3),
+            "reason": result.fusion.reason,
+        },
+    }
+    if mode == "full":
+        ids = [int(m.pk) for m in memories]
+        body["results"] = [
+            {
+                "id": hit.memory.pk,
+                "text": hit.memory.text,
+                "score": round(hit.score, 4),
+                "age": rendering.age_label(hit.memory.created_at, now),
+                "source": hit.memory.source,
+                "app": hit.memory.app,
+                "compartment": hit.memory.compartment,
+                "state_key": hit.memory.state_key,
+                "created_at": hit.memory.created_at,
+                "valid_to": hit.memory.valid_to,
+                "retention": round(hit.retention, 4),
+            }
+            for hit in result.hits
+        ]
+    elif mode == "index":
+        budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_index_chars"))
+        body["block"], ids = rendering.index_block(memories, now=now, budget_chars=budget)
+    else:
+        budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_block_chars"))
+        body["block"], ids = rendering.recall_block(memories, now=now, budget_chars=budget)
+    body["ids"] = ids
+    memory_rehearse(ids=ids, now=now)
+    ledger_record(
+        workspace=workspace, session=session, memory_ids=ids, kind=InjectionEvent.Kind.RECALLED
+    )
+    if values.get("inject"):
+        ledger_record(
+            workspace=workspace, session=session, memory_ids=ids, kind=InjectionEvent.Kind.INJECTED
+        )
+    return body, result.hits, now

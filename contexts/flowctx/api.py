@@ -230,7 +230,7 @@ class ScratchpadOutput(serializers.Serializer):
     enabled = serializers.BooleanField()
 
 
-def _scratchpad_json(pad: Scratchpad, workspace: Any) -> dict[str, Any]:
+def scratchpad_json(pad: Scratchpad, workspace: Any) -> dict[str, Any]:
     return {
         "text": pad.text,
         "chars_current": len(pad.text),
@@ -249,7 +249,7 @@ class ScratchpadApi(WorkspaceApiView):
     @extend_schema(operation_id="scratchpad_get", responses=ScratchpadOutput)
     def get(self, request: Request, slug: str, session_id: str) -> Response:
         session = selectors.session_for(workspace=self.workspace, session_id=session_id)
-        return Response(_scratchpad_json(selectors.scratchpad_get(session=session), self.workspace))
+        return Response(scratchpad_json(selectors.scratchpad_get(session=session), self.workspace))
 
     @extend_schema(
         operation_id="scratchpad_edit", request=InputSerializer, responses=ScratchpadOutput
@@ -268,4 +268,4 @@ class ScratchpadApi(WorkspaceApiView):
                 text=values["text"],
                 old_text=values.get("old_text", ""),
             )
-        return Response(_scratchpad_json(pad, self.workspace))
+        return Response(scratchpad_json(pad, self.workspace))

@@ -134,12 +134,11 @@ def fold_due(ctx: HookContext) -> bool:
     session = ctx.session
     keep = int(flowctx_setting(ctx.workspace, "summary_keep_turns"))
     covered = SummaryNode.objects.filter(session=session).aggregate(end=Max("end_turn"))["end"] or 0
-    # Uses index: sessionevent_kind_idx is no help here; the span is the tail of one session.
     unfolded = (
         SessionEvent.objects.filter(
             session=session, turn__gt=covered, turn__lte=max(session.turns - keep, 0)
         )
-        .exclude(kind__in=["injection", "session-start", "session-end"])
+        .exclude(kind__in=services.NOT_HISTORY)
         .aggregate(total=Sum("tokens"))["total"]
         or 0
     )

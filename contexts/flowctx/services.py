@@ -200,14 +200,16 @@ def scratchpad_edit(*, session: AgentSession, op: str, text: str, old_text: str 
 NoteBuilder = Callable[[Sequence[NoteEvent]], tuple[str, str]]
 
 
-_NOT_HISTORY = ("injection", "session-start", "session-end")
+# Events that are not the session's history: what memflow injected, and the
+# bookends that carry nothing a note or a fold needs.
+NOT_HISTORY = ("injection", "session-start", "session-end")
 
 
 def session_turn_tokens(*, session: AgentSession) -> list[planning.Turn]:
     """Estimated tokens per user turn, from the session's event log, in turn order."""
     rows = (
         SessionEvent.objects.filter(session=session)
-        .exclude(kind__in=_NOT_HISTORY)
+        .exclude(kind__in=NOT_HISTORY)
         .values("turn")
         .annotate(total=Sum("tokens"))
         .order_by("turn")
@@ -226,7 +228,7 @@ def _span_events(session: AgentSession, start: int, end: int) -> list[NoteEvent]
     """The note events of turns start..end."""
     rows = (
         SessionEvent.objects.filter(session=session, turn__gte=start, turn__lte=end)
-        .exclude(kind__in=_NOT_HISTORY)
+        .exclude(kind__in=NOT_HISTORY)
         .order_by("at", "id")
         .values_list("kind", "payload")
     )

@@ -17,9 +17,7 @@ from mcp.types import CallToolResult
 
 from contexts.errors import Invalid
 from contexts.flowctx import selectors, services
-from contexts.flowctx.api import ScratchpadApi, SummaryOutput
-from contexts.flowctx.conf import flowctx_setting
-from contexts.models import Scratchpad
+from contexts.flowctx.api import ScratchpadApi, SummaryOutput, scratchpad_json
 from contexts.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 
@@ -91,18 +89,9 @@ def _scratchpad_edit(
             text=values["text"],
             old_text=values.get("old_text", ""),
         )
-    return Answer(selectors.scratchpad_render(session=session, pad=pad), _pad_json(call, pad))
-
-
-def _pad_json(call: Call, pad: Scratchpad) -> dict[str, Any]:
-    # The shape of the REST scratchpad endpoint's answer.
-    return {
-        "text": pad.text,
-        "chars_current": len(pad.text),
-        "chars_limit": int(flowctx_setting(call.workspace, "scratchpad_max_chars")),
-        "version": pad.version,
-        "enabled": bool(flowctx_setting(call.workspace, "scratchpad")),
-    }
+    return Answer(
+        selectors.scratchpad_render(session=session, pad=pad), scratchpad_json(pad, call.workspace)
+    )
 
 
 async def flowctx_scratch_append(ctx: Context, text: str, session_id: str = "") -> CallToolResult:

@@ -100,57 +100,13 @@ def _recall_values(
 def _recall(
     call: Call, values: dict[str, Any], filters: selectors.MemoryFilters
 ) -> tuple[dict[str, Any], list[selectors.Hit], datetime]:
-    """`memories.api.run_recall` for a tool call: same selector, rehearsal and ledger."""
-    workspace = call.workspace
-    now = timezone.now()
-    mode = values["mode"]
-    k = values["k"] if mode == "full" else max(values["k"], 20)
-    result = selectors.memory_recall(
-        workspace=workspace, query=values["query"], k=k, filters=filters, now=now
+    """Recall as the REST endpoint answers it, for this tool call's session."""
+    return services.memory_recall_answer(
+        workspace=call.workspace,
+        session=call.session(values.get("session", "")),
+        values=values,
+        filters=filters,
     )
-    memories = [hit.memory for hit in result.hits]
-    body: dict[str, Any] = {
-        "mode": mode,
-        "fusion": {
-            "lexical_weight": round(result.fusion.lexical_weight, 3),
-            "reason": result.fusion.reason,
-        },
-    }
-    if mode == "full":
-        ids = [int(m.pk) for m in memories]
-        body["results"] = [
-            {
-                "id": hit.memory.pk,
-                "text": hit.memory.text,
-                "score": round(hit.score, 4),
-                "age": _age(hit.memory, now),
-                "source": hit.memory.source,
-                "app": hit.memory.app,
-                "compartment": hit.memory.compartment,
-                "state_key": hit.memory.state_key,
-                "created_at": hit.memory.created_at,
-                "valid_to": hit.memory.valid_to,
-                "retention": round(hit.retention, 4),
-            }
-            for hit in result.hits
-        ]
-    elif mode == "index":
-        budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_index_chars"))
-        body["block"], ids = rendering.index_block(memories, now=now, budget_chars=budget)
-    else:
-        budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_block_chars"))
-        body["block"], ids = rendering.recall_block(memories, now=now, budget_chars=budget)
-    body["ids"] = ids
-    services.memory_rehearse(ids=ids, now=now)
-    session = call.session(values.get("session", ""))
-    services.ledger_record(
-        workspace=workspace, session=session, memory_ids=ids, kind=InjectionEvent.Kind.RECALLED
-    )
-    if values.get("inject"):
-        services.ledger_record(
-            workspace=workspace, session=session, memory_ids=ids, kind=InjectionEvent.Kind.INJECTED
-        )
-    return body, result.hits, now
 
 
 def _hit_lines(hits: Sequence[selectors.Hit], now: datetime, width: int = 160) -> list[str]:
