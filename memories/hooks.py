@@ -253,7 +253,7 @@ def after_injection(ctx: HookContext, blocks: list[Block]) -> None:
         if b.name in ("memflow:recall", "memflow:index", "memflow:lessons")
         for i in b.memory_ids
     ]
-    services.memory_rehearse(ids=recalled)
+    services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
     if ctx.event == "user-prompt" and ctx.prompt is not None and ctx.delegation_depth == 0:
         services.memory_remember_bulk(
             workspace=ctx.workspace,

@@ -254,27 +254,22 @@ def memory_remember_bulk(
     cleaned = [memory_validate(workspace=workspace, item=item) for item in items]
     if not cleaned:
         return []
-    embedder = selectors.embedder_for(workspace)
-    if vectors is not None:
-        if vectors_model is None and embedder.backend == DEFAULT_BACKEND:
-            vectors_model = embedder.model_id
-        if vectors_model != embedder.model_id:
-            vectors = None
-    if vectors is None:
-        vectors = embedder.encode_passages([item.text for item in cleaned])
-    pending = [_Pending.of(item, vector) for item, vector in zip(cleaned, vectors, strict=True)]
+    texts = [item.text for item in cleaned]
+    if vectors is not None and vectors_model is None:
+        embedder = selectors.embedder_for(workspace)
+        vectors_model = embedder.model_id if embedder.backend == DEFAULT_BACKEND else None
+    if vectors is None or vectors_model is None:
+        embedder = selectors.embedder_for(workspace)
+        vectors, vectors_model = embedder.encode_passages(texts), embedder.model_id
+    pending = [_Pending.of(item, v) for item, v in zip(cleaned, vectors, strict=True)]
     with transaction.atomic():
         _workspace_lock(workspace)
-        serving = _serving_under_lock(workspace, embedder)
-        if serving is not embedder:
-            embedder = serving
-            fresh = embedder.encode_passages([item.text for item in cleaned])
-            pending = [
-                _Pending.of(item, vector) for item, vector in zip(cleaned, fresh, strict=True)
-            ]
-        folder = _Folder(
-            workspace=workspace, user=user, session=session, model_id=embedder.model_id
-        )
+        # Read under the lock: what the workspace stores with now (see _serving_under_lock).
+        serving = get_embedder(selectors.serving_backend(workspace=workspace))
+        if serving.model_id != vectors_model:
+            fresh = serving.encode_passages(texts)
+            pending = [_Pending.of(item, v) for item, v in zip(cleaned, fresh, strict=True)]
+        folder = _Folder(workspace=workspace, user=user, session=session, model_id=serving.model_id)
         results = folder.run(pending)
     return results
 
@@ -788,19 +783,27 @@ def dedupe_undo(*, workspace: Workspace, event: DedupeEvent, user: User | None =
 # --- rehearsal and the ledger ----------------------------------------------------------
 
 
-def memory_rehearse(*, ids: Sequence[int], now: datetime | None = None) -> None:
+def memory_rehearse(
+    *, ids: Sequence[int], now: datetime | None = None, workspace: Workspace | None = None
+) -> None:
     """The entries a recall returned were just used: they fade more slowly.
 
     Takes the workspace lock before the rows, as every other writer of entries
     does: a hook that rehearses then captures would otherwise deadlock with
     another session's capture holding the lock and wanting a rehearsed row.
+    With `workspace` (all `ids` are its entries), no query asks whose they are.
     """
-    if ids:
-        with transaction.atomic():
-            rows = Memory.objects.filter(pk__in=list(ids))
+    if not ids:
+        return
+    with transaction.atomic():
+        rows = Memory.objects.filter(pk__in=list(ids))
+        if workspace is not None:
+            rows = rows.filter(workspace=workspace)
+            _workspace_lock(workspace)
+        else:
             for workspace_id in sorted(set(rows.values_list("workspace_id", flat=True))):
                 _workspace_lock(Workspace(pk=workspace_id))
-            rows.update(access_count=F("access_count") + 1, last_accessed=now or timezone.now())
+        rows.update(access_count=F("access_count") + 1, last_accessed=now or timezone.now())
 
 
 def ledger_record(
@@ -1299,7 +1302,7 @@ def memory_recall_answer(
         budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_block_chars"))
         body["block"], ids = rendering.recall_block(memories, now=now, budget_chars=budget)
     body["ids"] = ids
-    memory_rehearse(ids=ids, now=now)
+    memory_rehearse(ids=ids, now=now, workspace=workspace)
     ledger_record(
         workspace=workspace, session=session, memory_ids=ids, kind=InjectionEvent.Kind.RECALLED
     )

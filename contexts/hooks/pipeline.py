@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
@@ -299,10 +299,15 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
 
 def _guarded(name: str, fn: Any, *args: Any) -> Any:
     try:
-        # A savepoint, so a failing capability cannot poison the transaction
-        # of the ones after it.
-        with transaction.atomic():
-            return fn(*args)
+        if connection.in_atomic_block:
+            # A savepoint, so a failing capability cannot poison the
+            # transaction of the ones after it.
+            with transaction.atomic():
+                return fn(*args)
+        # In autocommit there is nothing to poison, and a capability that
+        # writes several rows opens its own transaction: no empty BEGIN and
+        # COMMIT for every capability that has nothing to do on this event.
+        return fn(*args)
     except Exception:
         logger.exception("hook capability %s failed; skipped", name)
         return None

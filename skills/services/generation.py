@@ -333,18 +333,19 @@ def nudges_deliver(*, session: AgentSession, turn: int, now: datetime | None = N
     now = _now(now)
     delivered = []
     for nudge in selectors.nudges_pending(session=session):
-        claimed = Nudge.objects.filter(pk=nudge.pk, delivered_at__isnull=True).update(
-            delivered_at=now, delivered_turn=turn
-        )
-        if not claimed:
-            continue  # another hook call showed it first
-        _event(
-            kind=SkillEvent.Kind.NUDGE_SHOWN,
-            reason=f"Shown at the start of turn {turn} of session {session.external_id}.",
-            now=now,
-            workspace=nudge.workspace,
-            proposal=nudge.proposal,
-            session=session,
-        )
+        with transaction.atomic():  # claimed and logged together, or neither
+            claimed = Nudge.objects.filter(pk=nudge.pk, delivered_at__isnull=True).update(
+                delivered_at=now, delivered_turn=turn
+            )
+            if not claimed:
+                continue  # another hook call showed it first
+            _event(
+                kind=SkillEvent.Kind.NUDGE_SHOWN,
+                reason=f"Shown at the start of turn {turn} of session {session.external_id}.",
+                now=now,
+                workspace=nudge.workspace,
+                proposal=nudge.proposal,
+                session=session,
+            )
         delivered.append(nudge)
     return delivered
