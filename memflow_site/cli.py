@@ -460,13 +460,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
         say(run.format_quality(result))
         results.append(result)
     if what in ("recall", "all"):
-        result = run.bench_recall(size=args.size or 100000, queries=args.queries)
+        result = run.bench_recall(
+            size=args.size or 100000, queries=args.queries, real_vectors=args.real_vectors
+        )
         results.append(result)
     if what in ("import", "all"):
         results.append(run.bench_import(count=args.count))
     if what in ("hooks", "all"):
         results.append(
-            run.bench_hooks(size=args.size or 100000, prompts=min(args.queries, 200), cli_runs=30)
+            run.bench_hooks(
+                size=args.size or 100000,
+                prompts=min(args.queries, 200),
+                cli_runs=30,
+                real_vectors=args.real_vectors,
+            )
         )
     if what in ("dedupe", "all"):
         results.append(run.bench_dedupe(size=args.size or 20000, sample=args.sample))
@@ -621,6 +628,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--count", type=int, default=2000, help="texts for the import bench")
     bench.add_argument(
         "--sample", type=int, default=2000, help="texts re-recalled by the dedupe bench"
+    )
+    bench.add_argument(
+        "--real-vectors",
+        type=int,
+        help="recall and hooks: embed only this many texts, give the rest stand-in vectors",
     )
     bench.add_argument(
         "--lang",

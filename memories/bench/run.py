@@ -134,15 +134,42 @@ def load_docs(
     return dict(counts), ids
 
 
+# How far a stand-in vector strays from the real one it is drawn around: a
+# copy's cosine to its origin is about 1 / sqrt(1 + STANDIN_NOISE^2) = 0.64,
+# the cosine of a real memory to its nearest neighbour in this corpus (~0.62).
+STANDIN_NOISE = 1.2
+
+
+def standin_vectors(real: np.ndarray, count: int, seed: int = 7) -> np.ndarray:
+    """`count` unit vectors, each a real one with noise: clustered as real embeddings are.
+
+    Uniformly random vectors would make the HNSW graph unlike a real one
+    (no clusters, every neighbour equally far); these keep its shape.
+    """
+    rng = np.random.default_rng(seed)
+    origins = real[rng.integers(0, len(real), size=count)]
+    noise = rng.normal(size=origins.shape).astype(np.float32)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    mixed = origins + STANDIN_NOISE * noise
+    mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+    return mixed.astype(np.float32)
+
+
 def ensure_loaded(
-    corpus: Corpus, name: str, backend: str | None = None
+    corpus: Corpus, name: str, backend: str | None = None, real_vectors: int | None = None
 ) -> tuple[Workspace, dict[str, int], dict[int, str]]:
     """A workspace holding the corpus (reused when already complete); memory id → doc key.
 
     With `backend`, the workspace embeds with it (switched, and re-embedded
-    here and now, if it was made with another).
+    here and now, if it was made with another). With `real_vectors` below the
+    corpus size, only that many texts are embedded for real and the others
+    carry stand-in vectors (`standin_vectors`): for latency at scale on a
+    machine where embedding everything would take an hour. Such a workspace
+    has a name of its own and answers no quality question.
     """
-    workspace, new = bench_workspace(f"{name}-{corpus.digest()}")
+    mixed = real_vectors is not None and real_vectors < len(corpus.docs)
+    suffix = f"-mixed{real_vectors}" if mixed else ""
+    workspace, new = bench_workspace(f"{name}-{corpus.digest()}{suffix}")
     if backend is not None and selectors.serving_backend(workspace=workspace) != backend:
         job = services.workspace_embedder_set(workspace=workspace, backend=backend)
         while job.target_backend:
@@ -154,10 +181,13 @@ def ensure_loaded(
     embedder = selectors.embedder_for(workspace)
     counts: dict[str, int] = {}
     if new or Memory.objects.filter(workspace=workspace).count() == 0:
-        say(f"embedding {len(corpus.docs):,} texts (cached on disk after the first run)…")
-        vectors = vector_cache(embedder).get(
-            [d.text for d in corpus.docs], progress=progress_printer("embed")
-        )
+        texts = [d.text for d in corpus.docs]
+        real = real_vectors if mixed and real_vectors is not None else len(texts)
+        say(f"embedding {real:,} texts (cached on disk after the first run)…")
+        vectors = vector_cache(embedder).get(texts[:real], progress=progress_printer("embed"))
+        if mixed:
+            say(f"drawing {len(texts) - real:,} stand-in vectors around the real ones…")
+            vectors = np.vstack([vectors, standin_vectors(vectors, len(texts) - real)])
         say(f"loading {len(corpus.docs):,} memories into workspace {workspace.slug}…")
         counts, _ = load_docs(workspace, corpus.docs, vectors, vectors_model=embedder.model_id)
     id_to_key = {
@@ -337,10 +367,10 @@ def percentile(values: Sequence[float], p: float) -> float:
     return ordered[index]
 
 
-def bench_recall(*, size: int, queries: int) -> dict[str, Any]:
+def bench_recall(*, size: int, queries: int, real_vectors: int | None = None) -> dict[str, Any]:
     say(f"building a corpus of {size:,} memories…")
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(queries // 4, 1))
-    workspace, counts, _ = ensure_loaded(corpus, f"bench-{size}")
+    workspace, counts, _ = ensure_loaded(corpus, f"bench-{size}", real_vectors=real_vectors)
     embedder = selectors.embedder_for(workspace)
     model = embedder.model_id
     texts = [q.query for q in corpus.queries][:queries]
@@ -395,6 +425,7 @@ def bench_recall(*, size: int, queries: int) -> dict[str, Any]:
         "including_embedding": summary(with_embedding),
         "query_embedding": summary(embed_only),
         "load_outcomes": counts,
+        "real_vectors": real_vectors if real_vectors is not None else "all",
         "machine": machine(),
     }
 
@@ -506,7 +537,9 @@ def _summary(values: list[float]) -> dict[str, float]:
     }
 
 
-def bench_hooks(*, size: int, prompts: int, cli_runs: int) -> dict[str, Any]:
+def bench_hooks(
+    *, size: int, prompts: int, cli_runs: int, real_vectors: int | None = None
+) -> dict[str, Any]:
     """The user-prompt hook: server side over `size` memories, then `memflow hook`
     end to end (Python start-up included) against a real `memflow serve`, and
     the cold start of `memflow serve` to its first answered hook."""
@@ -521,7 +554,7 @@ def bench_hooks(*, size: int, prompts: int, cli_runs: int) -> dict[str, Any]:
     from contexts.hooks.pipeline import hook_handle
 
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(prompts // 2, 1))
-    workspace, _, _ = ensure_loaded(corpus, f"bench-{size}")
+    workspace, _, _ = ensure_loaded(corpus, f"bench-{size}", real_vectors=real_vectors)
     user = bench_user()
     created = context_services.apikey_create(
         user=user, workspace=workspace, scope="write", name="bench-hooks"
@@ -620,5 +653,6 @@ def bench_hooks(*, size: int, prompts: int, cli_runs: int) -> dict[str, Any]:
         "user_prompt_server_side": _summary(server_side),
         "memflow_hook_end_to_end": _summary(end_to_end),
         "serve_cold_start_to_first_hook_ms": round(cold_start, 0) if cold_start else None,
+        "real_vectors": real_vectors if real_vectors is not None else "all",
         "machine": machine(),
     }
