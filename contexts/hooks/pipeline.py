@@ -274,27 +274,35 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
             blocks.extend(b for b in produced if isinstance(b, Block))
     blocks = sorted((b for b in blocks if b.text), key=lambda b: (b.order, b.name))
     outcome = HookOutcome(context=ctx, blocks=blocks)
-    for entry in injection_observers():
-        _guarded(entry.name, entry.fn, ctx, blocks)
-    if blocks:
-        SessionEvent.objects.create(
-            session=session,
-            kind="injection",
-            payload={
-                "event": event,
-                "blocks": [
-                    {
-                        "name": b.name,
-                        "order": b.order,
-                        "text": b.text,
-                        "memory_ids": list(b.memory_ids),
-                        "sha256": hashlib.sha256(b.text.encode()).hexdigest(),
-                    }
-                    for b in blocks
-                ],
-            },
-        )
+    # What was injected, and what follows from it (the ledger, rehearsal,
+    # the capture), commits once: each is a savepoint of one transaction
+    # rather than a commit, and a wait for the disk, of its own.
+    with transaction.atomic():
+        for entry in injection_observers():
+            _guarded(entry.name, entry.fn, ctx, blocks)
+        if blocks:
+            _record_injection(session, event, blocks)
     return outcome
+
+
+def _record_injection(session: AgentSession, event: str, blocks: list[Block]) -> None:
+    SessionEvent.objects.create(
+        session=session,
+        kind="injection",
+        payload={
+            "event": event,
+            "blocks": [
+                {
+                    "name": b.name,
+                    "order": b.order,
+                    "text": b.text,
+                    "memory_ids": list(b.memory_ids),
+                    "sha256": hashlib.sha256(b.text.encode()).hexdigest(),
+                }
+                for b in blocks
+            ],
+        },
+    )
 
 
 def _guarded(name: str, fn: Any, *args: Any) -> Any:
