@@ -1,4 +1,5 @@
-"""The `memflow` command: serve, worker, migrate, doctor, createuser, createkey.
+"""The `memflow` command: serve, worker, migrate, doctor, createuser, createkey,
+backup, restore, import, export, … (see `memflow --help`).
 
 Each sub-command is a thin wrapper around services; what it prints for
 people goes to stderr, what a script captures goes to stdout.
@@ -350,6 +351,28 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- backup and restore -------------------------------------------------------
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    setup_django()
+    from memflow_site.backup import database_backup
+
+    database_backup(path=Path(args.file))
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    setup_django()
+    from memflow_site.backup import database_restore
+
+    database_restore(path=Path(args.file), replace=args.replace)
+    # A backup from an older memflow comes up to this version's schema.
+    migrate(verbosity=0)
+    say("Migrations applied; memflow can be started.")
+    return 0
+
+
 # --- context -----------------------------------------------------------------
 
 
@@ -596,6 +619,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exp.add_argument("--json", action="store_true", help="also print the report as JSON")
     exp.set_defaults(func=cmd_export)
+
+    backup = sub.add_parser(
+        "backup", help="write the whole database to FILE (pg_dump custom format)"
+    )
+    backup.add_argument("file", metavar="FILE")
+    backup.set_defaults(func=cmd_backup)
+
+    restore = sub.add_parser(
+        "restore", help="restore a `memflow backup` FILE into an empty database, in one transaction"
+    )
+    restore.add_argument("file", metavar="FILE")
+    restore.add_argument(
+        "--replace",
+        action="store_true",
+        help="drop what the database holds first (in the same transaction)",
+    )
+    restore.set_defaults(func=cmd_restore)
 
     context = sub.add_parser(
         "context",

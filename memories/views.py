@@ -249,7 +249,10 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     user = request_user(request)
-    scope = core.scope_for(target)
+    try:
+        scope = core.scope_for(target)
+    except MemflowError:  # not `user` or `memory`: no such page (it was a 500)
+        raise Http404("No such core document.") from None
     owner = user if scope == CoreMemory.Scope.USER else None
     error: dict[str, Any] | None = None
     try:
@@ -285,8 +288,6 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
             core.core_revert(scope=scope, workspace=workspace, user=owner, version=version)
             messages.success(request, f"{core.LABELS[scope]} reverted to version {version}.")
         else:
-            from django.http import Http404
-
             raise Http404("No such action.")
     except MemflowError as exc:
         error = {"scope": scope, "detail": exc.detail, "code": exc.code, **exc.extra}
