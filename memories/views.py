@@ -4,7 +4,7 @@ states and the ledger."""
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -33,6 +33,8 @@ from memories import dashboard_selectors as memory_dash
 from memories.conf import memory_setting
 from memories.decay import retention
 from memories.forms import (
+    SORTS,
+    ConsolidateForm,
     CoreEditForm,
     CoreMoveForm,
     MemoryEditForm,
@@ -44,46 +46,100 @@ from memories.models import CoreMemory, DedupeEvent, Memory
 PAGE_SIZE = 50
 
 
-@login_required
-def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    workspace, membership = workspace_for_page(request, slug)
-    form = MemorySearchForm(request.GET or None)
-    data: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
-    status = data.get("status") or "current"
-    filters = selectors.MemoryFilters(
+def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilters:
+    within, older = data.get("within"), data.get("older")
+    return selectors.MemoryFilters(
         compartment=data.get("compartment") or None,
         source=data.get("source") or None,
         app=data.get("app") or None,
-        include_superseded=status != "current",
+        state_key=(data.get("state_key") or "").strip() or None,
+        since=now - timedelta(days=int(within)) if within else None,
+        until=now - timedelta(days=int(older)) if older else None,
+        include_superseded=(data.get("status") or "current") != "current",
     )
+
+
+@login_required
+def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """Search, filter and sort the library; writers tick entries and consolidate them."""
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD", "POST"):
+        return refused
+    form = MemorySearchForm(request.GET or None)
+    data: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
+    status = data.get("status") or "current"
+    sort = data.get("sort") or ""
+    now = timezone.now()
+    consolidate = ConsolidateForm()
+    consolidate_error = ""
+    selected: set[int] = set()
+    if request.method == "POST":
+        workspace, membership = workspace_for_page(request, slug, Access.WRITE)
+        consolidate = ConsolidateForm(request.POST)
+        selected = set(consolidate.ids())
+        try:
+            if not consolidate.is_valid():
+                raise services.Invalid("The conclusion is too long.", code="invalid")
+            conclusion = services.memory_consolidate(
+                workspace=workspace,
+                ids=consolidate.ids(),
+                conclusion=consolidate.cleaned_data["conclusion"],
+                compartment=consolidate.cleaned_data["compartment"],
+                user=request_user(request),
+                app="dashboard",
+            )
+        except MemflowError as exc:
+            consolidate_error = exc.detail
+        else:
+            evidence = ", ".join(f"#{i}" for i in dict.fromkeys(consolidate.ids()))
+            messages.success(
+                request,
+                f"Consolidated {evidence} into #{conclusion.pk}; they stay as its evidence.",
+            )
+            return redirect("memory-detail", slug=workspace.slug, memory_id=conclusion.pk)
+    filters = _list_filters(data, now)
     query = (data.get("q") or "").strip()
     rows: list[tuple[Memory, float | None]]
     page = None
     if query:
         # The same recall the API uses, with its fused score.
         hits = selectors.memory_recall(
-            workspace=workspace, query=query, k=PAGE_SIZE, filters=filters
+            workspace=workspace, query=query, k=PAGE_SIZE, filters=filters, now=now
         ).hits
-        rows = [(h.memory, h.score) for h in hits if status != "superseded" or h.memory.valid_to]
+        hits = [h for h in hits if status != "superseded" or h.memory.valid_to]
+        rows = [(h.memory, h.score) for h in memory_dash.hits_sorted(hits, sort)]
     else:
-        qs = selectors.memory_list(workspace=workspace, filters=filters)
+        qs = memory_dash.memory_browse(workspace=workspace, filters=filters, sort=sort, now=now)
         if status == "superseded":
             qs = qs.filter(valid_to__isnull=False)
-        page = Paginator(qs.defer("embedding", "lex"), PAGE_SIZE).get_page(data.get("page") or 1)
+        page = Paginator(qs, PAGE_SIZE).get_page(data.get("page") or 1)
         rows = [(m, None) for m in page.object_list]
-    now = timezone.now()
     context = {
         "workspace": workspace,
         "membership": membership,
         "form": form,
         "query": query,
-        "rows": [(m, score, rendering.age_label(m.created_at, now)) for m, score in rows],
+        "sort": sort,
+        "sort_label": dict(SORTS).get(sort, ""),
+        "rows": [
+            (m, score, rendering.age_label(m.created_at, now), m.pk in selected)
+            for m, score in rows
+        ],
         "page": page,
         "status": status,
+        "filtered": any(
+            data.get(k) for k in ("compartment", "source", "app", "state_key", "within", "older")
+        ),
+        "state_keys": memory_dash.state_key_names(workspace=workspace),
+        "consolidate_form": consolidate,
+        "consolidate_error": consolidate_error,
+        "selected": sorted(selected),
     }
-    if request.htmx:
+    if request.htmx and request.method == "GET":
         return render(request, "memories/memory_list.html#memory-table", context)
-    return render(request, "memories/memory_list.html", context)
+    return render(
+        request, "memories/memory_list.html", context, status=400 if consolidate_error else 200
+    )
 
 
 def _decay_curve(memory: Memory, tau: float) -> str:
