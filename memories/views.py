@@ -20,6 +20,7 @@ from contexts.dashboard import (
     HtmxHttpRequest,
     bar_chart,
     daily_points,
+    line_diff,
     not_allowed,
     page_of,
     workspace_for_page,
@@ -183,14 +184,17 @@ def _chain(memory: Memory) -> list[Memory]:
     return [*reversed(older), memory, *newer]
 
 
+HISTORY_PER_PAGE = 50
+
+
 @login_required
 def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused
     try:
         memory = selectors.memory_get(workspace=workspace, memory_id=memory_id)
     except MemflowError:
-        from django.http import Http404
-
         raise Http404("No such memory.") from None
     tau = float(memory_setting(workspace, "decay_tau_days"))
     now = timezone.now()
@@ -211,6 +215,12 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
         "evidence": Memory.objects.filter(conclusion_links__conclusion=memory),
         "conclusions": Memory.objects.filter(evidence_links__evidence=memory),
         "folds": DedupeEvent.objects.filter(memory=memory).order_by("-created_at")[:20],
+        "access": memory_dash.memory_access_summary(workspace=workspace, memory=memory),
+        "history": page_of(
+            request,
+            memory_dash.memory_access_history(workspace=workspace, memory=memory),
+            HISTORY_PER_PAGE,
+        ),
         "edit_form": MemoryEditForm(
             initial={"text": memory.text, "compartment": memory.compartment}
         ),
@@ -226,8 +236,6 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
         return HttpResponseNotAllowed(["POST"])
     memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
     if memory is None:
-        from django.http import Http404
-
         raise Http404("No such memory.")
     user = request_user(request)
     try:
@@ -261,8 +269,6 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
             messages.success(request, f"Memory #{memory_id} forgotten.")
             return redirect("memory-list", slug=workspace.slug)
         else:
-            from django.http import Http404
-
             raise Http404("No such action.")
     except MemflowError as exc:
         messages.error(request, exc.detail)
@@ -277,16 +283,30 @@ def core_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     return render(request, "memories/core_detail.html", context)
 
 
+CORE_REVISIONS_SHOWN = 20
+
+
 def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> dict[str, Any]:
     documents = []
     for scope in (CoreMemory.Scope.USER, CoreMemory.Scope.WORKSPACE):
         owner = user if scope == CoreMemory.Scope.USER else None
+        view = core.core_view(scope=scope, user=owner, workspace=workspace)
+        revisions = core.core_revisions(scope=scope, workspace=workspace, user=owner)
         documents.append(
             {
                 "scope": scope,
                 "label": core.LABELS[scope],
-                "view": core.core_view(scope=scope, user=owner, workspace=workspace),
-                "revisions": core.core_revisions(scope=scope, workspace=workspace, user=owner)[:20],
+                "view": view,
+                "revision_count": len(revisions),
+                # Each revision's own change, and what reverting to it would change now.
+                "revisions": [
+                    {
+                        "revision": r,
+                        "diff": line_diff(r.before, r.after),
+                        "revert": line_diff(view.content, r.after),
+                    }
+                    for r in revisions[:CORE_REVISIONS_SHOWN]
+                ],
             }
         )
     return {
@@ -341,8 +361,6 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
             core.core_revert(scope=scope, workspace=workspace, user=owner, version=version)
             messages.success(request, f"{core.LABELS[scope]} reverted to version {version}.")
         else:
-            from django.http import Http404
-
             raise Http404("No such action.")
     except MemflowError as exc:
         error = {"scope": scope, "detail": exc.detail, "code": exc.code, **exc.extra}
