@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from memories.core import ARCHIVE_CATEGORIES
+from memories.embeddings import BACKENDS
 from memories.models import Memory
 
 # Ages offered by the list's "created within" / "older than" filters, in days.
@@ -69,3 +70,7 @@ class CoreEditForm(forms.Form):
 class CoreMoveForm(forms.Form):
     old_text = forms.CharField(max_length=20000)
     category = forms.ChoiceField(choices=[(c, c) for c in ARCHIVE_CATEGORIES])
+
+
+class EmbedderForm(forms.Form):
+    backend = forms.ChoiceField(choices=[(b, b) for b in BACKENDS])
