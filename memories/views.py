@@ -93,7 +93,7 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         except MemflowError as exc:
             consolidate_error = exc.detail
         else:
-            evidence = ", ".join(f"#{i}" for i in dict.fromkeys(consolidate.ids()))
+            evidence = ", ".join(f"#{i}" for i in sorted(set(consolidate.ids())))
             messages.success(
                 request,
                 f"Consolidated {evidence} into #{conclusion.pk}; they stay as its evidence.",

@@ -20,7 +20,7 @@ def test_the_access_history_says_when_and_in_which_session(acme, victor, as_user
     Memory.objects.filter(pk=story.used.pk).update(access_count=3)
     html = as_user(victor).get(f"/w/acme/memories/{story.used.pk}/").content.decode()
     section = html.split('id="access"')[1].split("</section>")[0]
-    assert "Used 3 times" in section
+    assert "Accessed 3 times" in section
     assert "injected 2×, expanded 1×, recalled 1×, superseded 0×, across 2 sessions" in section
     assert "used after injection in 2 of them" in section
     rows = section.split("<tbody>")[1].split("<tr>")[1:]
@@ -35,7 +35,7 @@ def test_a_memory_no_session_saw_says_so(acme, bob, as_user):
     memory = remember(acme, "Never shown to a model")
     html = as_user(bob).get(f"/w/acme/memories/{memory.pk}/").content.decode()
     assert "No session has been shown this memory yet" in html
-    assert "Used 0 times" in html
+    assert "Accessed 0 times" in html
 
 
 def test_the_history_is_paginated(acme, bob, as_user):
