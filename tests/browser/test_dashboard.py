@@ -1,5 +1,8 @@
 """The dashboard in a real browser: what a person does, by mouse and keyboard."""
 
+# The pages print real minus and multiplication signs, and the tests read what they print.
+# ruff: noqa: RUF001
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,8 @@
 """Core memory: each revision as a line diff, and what reverting to it would change."""
 
+# The pages print real minus and multiplication signs, and the tests read what they print.
+# ruff: noqa: RUF001
+
 from __future__ import annotations
 
 from memories import core

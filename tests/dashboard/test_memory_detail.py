@@ -1,5 +1,8 @@
 """A memory's page: its access history from the ledger, beside its use counts."""
 
+# The pages print real minus and multiplication signs, and the tests read what they print.
+# ruff: noqa: RUF001
+
 from __future__ import annotations
 
 from contexts.models import AgentSession

@@ -1,6 +1,9 @@
 """Skills on the dashboard: each version's diff from the one before, the
 catalogue exported as a skills folder, and the overview's "skills changed"."""
 
+# The pages print real minus and multiplication signs, and the tests read what they print.
+# ruff: noqa: RUF001
+
 from __future__ import annotations
 
 import pytest
