@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -133,3 +134,57 @@ def not_allowed(request: HtmxHttpRequest, *methods: str) -> HttpResponse | None:
     if request.method not in methods:
         return HttpResponseNotAllowed(list(methods))
     return None
+
+
+# --- line diffs -------------------------------------------------------------------------
+#
+# Revisions (core memory, skill bodies) are shown as line diffs computed
+# here; the template renders each line through autoescape, so a diff of
+# agent text is as inert as the text.
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    mark: str  # "+" added, "-" removed, " " unchanged, "…" unchanged lines left out
+    text: str
+
+    @property
+    def kind(self) -> str:
+        return {"+": "added", "-": "removed", " ": "same"}.get(self.mark, "gap")
+
+
+@dataclass(frozen=True)
+class Diff:
+    lines: tuple[DiffLine, ...]
+    added: int
+    removed: int
+
+    @property
+    def unchanged(self) -> bool:
+        return not (self.added or self.removed)
+
+
+def line_diff(before: str, after: str, *, context: int = 2) -> Diff:
+    """`before` → `after` line by line, with `context` unchanged lines around each change."""
+    old, new = before.splitlines(), after.splitlines()
+    lines: list[DiffLine] = []
+    added = removed = 0
+    opcodes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        if tag == "equal":
+            same = old[i1:i2]
+            head = same[:context] if index > 0 else []
+            tail = same[-context:] if index < len(opcodes) - 1 else []
+            if len(same) <= len(head) + len(tail) + 1:
+                lines.extend(DiffLine(" ", t) for t in same)
+                continue
+            lines.extend(DiffLine(" ", t) for t in head)
+            hidden = len(same) - len(head) - len(tail)
+            lines.append(DiffLine("…", f"{hidden} unchanged line{'s' if hidden != 1 else ''}"))
+            lines.extend(DiffLine(" ", t) for t in tail)
+            continue
+        lines.extend(DiffLine("-", t) for t in old[i1:i2])
+        lines.extend(DiffLine("+", t) for t in new[j1:j2])
+        removed += i2 - i1
+        added += j2 - j1
+    return Diff(lines=tuple(lines), added=added, removed=removed)

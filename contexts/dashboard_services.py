@@ -45,7 +45,7 @@ HELP: dict[str, str] = {
     "recall_block_chars": "Characters of the recall block injected per turn.",
     "recall_index_chars": "Characters of the compact recall index.",
     "max_text_chars": "The longest memory text accepted.",
-    "embedder": "The embedding model; it has its own API call, since changing it re-embeds every memory.",
+    "embedder": "The embedding model; changing it re-embeds every memory, so it has a page of its own.",
     "projection": "Shorten long tool results, keeping the original retrievable by hash.",
     "projection_threshold_tokens": "Tool results above this many tokens are projected.",
     "compression_ttl_days": "Days a stored original is kept (pinned ones are kept for good).",

@@ -6,16 +6,21 @@ Everything here is scoped by a workspace the caller already checked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, FloatField, Max, Min, QuerySet
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import TruncDate
 
 from contexts.models import AgentSession, Workspace
+from memories.conf import memory_setting
+from memories.decay import retention_sql
 from memories.models import InjectionEvent, Memory
+from memories.selectors import Hit, MemoryFilters, memory_list
 
 _LEAN = ("embedding", "embedding_next", "lex")  # columns no dashboard page reads
 
@@ -190,3 +195,97 @@ def ledger_marks(*, session: AgentSession) -> dict[int, list[Mark]]:
     for memory_id, kind, at in rows:
         marks.setdefault(int(memory_id), []).append(Mark(kind=kind, at=at))
     return marks
+
+
+# --- the memories list -------------------------------------------------------------------
+
+SORTS = ("newest", "oldest", "accessed", "retention")
+
+
+def memory_browse(
+    *, workspace: Workspace, filters: MemoryFilters, sort: str, now: datetime
+) -> QuerySet[Memory]:
+    """The workspace's memories under `filters`, in one of `SORTS` (default newest)."""
+    qs = memory_list(workspace=workspace, filters=filters).defer(*_LEAN)
+    if sort == "oldest":
+        return qs.order_by("created_at", "id")
+    if sort == "accessed":
+        return qs.order_by("-access_count", "-last_accessed", "-id")
+    if sort == "retention":
+        # The decay formula in SQL, so the order holds across pages.
+        tau = float(memory_setting(workspace, "decay_tau_days"))
+        expression = RawSQL(
+            retention_sql().replace("m.", "memories_memory."), (now, tau), output_field=FloatField()
+        )
+        return qs.annotate(retention_now=expression).order_by("retention_now", "id")
+    return qs  # newest first, as memory_list orders it
+
+
+def hits_sorted(hits: list[Hit], sort: str) -> list[Hit]:
+    """Recall's hits (ranked by fused score) in another of `SORTS`; "" keeps relevance."""
+    keys: dict[str, Callable[[Hit], Any]] = {
+        "newest": lambda h: (-h.memory.created_at.timestamp(), -h.memory.pk),
+        "oldest": lambda h: (h.memory.created_at.timestamp(), h.memory.pk),
+        "accessed": lambda h: (-h.memory.access_count, -h.memory.last_accessed.timestamp()),
+        "retention": lambda h: (h.retention, h.memory.pk),
+    }
+    key = keys.get(sort)
+    return sorted(hits, key=key) if key else hits
+
+
+def state_key_names(*, workspace: Workspace, limit: int = 200) -> list[str]:
+    """Current state keys, for the list's state-key suggestions."""
+    # Uses index: memory_state_history_idx.
+    return list(
+        Memory.objects.filter(workspace=workspace, valid_to__isnull=True)
+        .exclude(state_key="")
+        .order_by("state_key")
+        .values_list("state_key", flat=True)[:limit]
+    )
+
+
+# --- one memory's access history ---------------------------------------------------------
+
+
+def memory_access_history(*, workspace: Workspace, memory: Memory) -> QuerySet[InjectionEvent]:
+    """Every ledger event of this memory id, newest first, with its session."""
+    # Uses index: injection_workspace_idx, filtered by memory_id (no index on
+    # memory_id alone; see the report on issue #9).
+    return (
+        InjectionEvent.objects.filter(workspace=workspace, memory_id=memory.pk)
+        .select_related("session")
+        .order_by("-at", "-id")
+    )
+
+
+@dataclass(frozen=True)
+class AccessSummary:
+    by_kind: dict[str, int]
+    sessions: int
+    used_sessions: int  # sessions where it was injected and then used
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+def memory_access_summary(*, workspace: Workspace, memory: Memory) -> AccessSummary:
+    events = InjectionEvent.objects.filter(workspace=workspace, memory_id=memory.pk).order_by()
+    by_kind = {row["kind"]: row["n"] for row in events.values("kind").annotate(n=Count("id"))}
+    span = events.aggregate(
+        first=Min("at"), last=Max("at"), sessions=Count("session_id", distinct=True)
+    )
+    used = (
+        events.exclude(kind=InjectionEvent.Kind.INJECTED)
+        .filter(
+            session_id__in=events.filter(kind=InjectionEvent.Kind.INJECTED).values("session_id")
+        )
+        .values("session_id")
+        .distinct()
+        .count()
+    )
+    return AccessSummary(
+        by_kind={k: by_kind.get(k, 0) for k in InjectionEvent.Kind.values},
+        sessions=span["sessions"] or 0,
+        used_sessions=used,
+        first_at=span["first"],
+        last_at=span["last"],
+    )

@@ -3,7 +3,19 @@ from __future__ import annotations
 from django import forms
 
 from memories.core import ARCHIVE_CATEGORIES
+from memories.embeddings import BACKENDS
 from memories.models import Memory
+
+# Ages offered by the list's "created within" / "older than" filters, in days.
+AGES = [("", "any time"), ("1", "a day"), ("7", "a week"), ("30", "30 days"), ("90", "90 days"), ("365", "a year")]  # fmt: skip
+
+SORTS = [
+    ("", "relevance (when searching), else newest"),
+    ("newest", "newest first"),
+    ("oldest", "oldest first"),
+    ("accessed", "most accessed"),
+    ("retention", "retention, fading first"),
+]
 
 
 class MemorySearchForm(forms.Form):
@@ -11,11 +23,29 @@ class MemorySearchForm(forms.Form):
     compartment = forms.CharField(required=False, max_length=64)
     source = forms.ChoiceField(required=False, choices=[("", "any source"), *Memory.Source.choices])
     app = forms.CharField(required=False, max_length=64)
+    state_key = forms.CharField(required=False, max_length=200, label="State key")
     status = forms.ChoiceField(
         required=False,
         choices=[("current", "current"), ("superseded", "superseded"), ("all", "all")],
     )
+    within = forms.ChoiceField(required=False, choices=AGES, label="Created within")
+    older = forms.ChoiceField(required=False, choices=AGES, label="Older than")
+    sort = forms.ChoiceField(required=False, choices=SORTS)
     page = forms.IntegerField(required=False, min_value=1)
+
+
+class ConsolidateForm(forms.Form):
+    """A conclusion resting on the memories ticked in the list (`ids`, any number)."""
+
+    conclusion = forms.CharField(
+        required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    compartment = forms.CharField(required=False, max_length=64)
+
+    def ids(self) -> list[int]:
+        """The ticked ids; anything that is not a number is dropped (the service checks the rest)."""
+        values = self.data.getlist("ids") if hasattr(self.data, "getlist") else []
+        return [int(v) for v in values if str(v).isdigit()]
 
 
 class MemoryEditForm(forms.Form):
@@ -40,3 +70,7 @@ class CoreEditForm(forms.Form):
 class CoreMoveForm(forms.Form):
     old_text = forms.CharField(max_length=20000)
     category = forms.ChoiceField(choices=[(c, c) for c in ARCHIVE_CATEGORIES])
+
+
+class EmbedderForm(forms.Form):
+    backend = forms.ChoiceField(choices=[(b, b) for b in BACKENDS])

@@ -18,4 +18,5 @@ urlpatterns = [
     path("w/<slug:slug>/core/<str:target>/<str:action>/", views.core_action, name="core-action"),
     path("w/<slug:slug>/states/", views.state_list, name="state-list"),
     path("w/<slug:slug>/ledger/", views.ledger_detail, name="ledger-detail"),
+    path("w/<slug:slug>/settings/embedder/", views.workspace_embedder, name="workspace-embedder"),
 ]

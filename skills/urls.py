@@ -6,4 +6,5 @@ from skills import views
 
 urlpatterns = [
     path("w/<slug:slug>/skills/", views.skill_list, name="skill-list"),
+    path("w/<slug:slug>/skills/export/", views.skill_export, name="skill-export"),
 ]

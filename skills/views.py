@@ -3,21 +3,32 @@ and the reasons the evolution gave for every change."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 
 from contexts.auth import request_user
-from contexts.dashboard import HtmxHttpRequest, not_allowed, page_of, workspace_for_page
+from contexts.dashboard import (
+    HtmxHttpRequest,
+    line_diff,
+    not_allowed,
+    page_of,
+    workspace_for_page,
+)
 from contexts.errors import MemflowError
 from contexts.selectors import Access
-from skills import selectors, services
+from skills import folder, selectors, services
 from skills.models import Skill, SkillVersion
 
 SKILLS_PER_PAGE = 50
-STATUSES = ("available", "active", "stale", "archived", "all")
+STATUSES = selectors.STATUS_FILTERS
+# Recent changes shown on the workspace overview (which asks this page for them).
+OVERVIEW_EVENTS = 8
 ACTIONS = {"archive": services.skill_archive, "restore": services.skill_restore}
 
 
@@ -37,12 +48,18 @@ def skill_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         .select_related("workspace", "owner")
         .prefetch_related(Prefetch("versions", queryset=SkillVersion.objects.order_by("-version")))
     )
+    if request.htmx and request.htmx.target == "skill-changes":
+        # The overview's "skills changed" panel: the evolution log's latest entries.
+        events = list(selectors.skill_events(workspace=workspace, user=user)[:OVERVIEW_EVENTS])
+        context = {"workspace": workspace, "events": events, "compact": True}
+        return render(request, "skills/skill_list.html#skill-events", context)
     page = page_of(request, skills, SKILLS_PER_PAGE)
     events = list(selectors.skill_events(workspace=workspace, user=user)[:30])
     context = {
         "workspace": workspace,
         "membership": membership,
         "page": page,
+        "rows": [(skill, _versions(skill)) for skill in page.object_list],
         "status": status,
         "statuses": STATUSES,
         "events": events,
@@ -50,6 +67,40 @@ def skill_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if request.htmx:
         return render(request, "skills/skill_list.html#skill-table", context)
     return render(request, "skills/skill_list.html", context)
+
+
+def _versions(skill: Skill) -> list[dict[str, Any]]:
+    """Each version, newest first, with the line diff of its body from the one before."""
+    versions = list(skill.versions.all())  # prefetched, newest first
+    return [
+        {
+            "version": v,
+            "diff": line_diff(older.body, v.body) if older else None,
+            "described": older is not None and older.description != v.description,
+            "previous": older,
+        }
+        for v, older in zip(versions, [*versions[1:], None], strict=True)
+    ]
+
+
+@login_required
+def skill_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """The catalogue as a skills folder (tar.gz of `<name>/SKILL.md`), as the API exports it."""
+    workspace, _ = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused
+    status = request.GET.get("status") or "available"
+    if status not in STATUSES:
+        status = "available"
+    files = selectors.skills_export_files(
+        workspace=workspace, user=request_user(request), status=status
+    )
+    response = HttpResponse(folder.archive_build(files), content_type="application/gzip")
+    stamp = timezone.now().strftime("%Y%m%d")
+    response["Content-Disposition"] = (
+        f'attachment; filename="{workspace.slug}-skills-{stamp}.tar.gz"'
+    )
+    return response
 
 
 def _skill_action(request: HtmxHttpRequest, slug: str) -> HttpResponse:

@@ -1,5 +1,8 @@
 """The dashboard in a real browser: what a person does, by mouse and keyboard."""
 
+# The pages print real minus and multiplication signs, and the tests read what they print.
+# ruff: noqa: RUF001
+
 from __future__ import annotations
 
 import re
@@ -98,8 +101,82 @@ def test_a_session_page_expands_a_compression_ref_by_keyboard(page, acme, alice)
     assert page.problems.found == []
 
 
+def test_consolidate_a_selection_from_a_search(page, acme, alice):
+    cold = remember(acme, "Deploys fail when the cache is cold")
+    warm = remember(acme, f"Warming the cache first fixed the Friday deploy {HOSTILE}")
+    remember(acme, "Lunch is at noon on Fridays")
+    log_in(page, "alice", "alice-password")
+    page.goto("/w/acme/memories/")
+    page.get_by_role("searchbox", name="Search").press_sequentially("cache deploy", delay=20)
+    page.wait_for_url(re.compile(r"q=cache"))
+    page.locator("#memory-table th", has_text="Score").wait_for()
+
+    # one ticked is not enough: the error says so, and the tick survives
+    page.get_by_label(f"Tick #{cold.pk} to consolidate").check()
+    page.get_by_text("Consolidate a selection").click()
+    page.get_by_label("Conclusion").fill("Warm the cache before deploying")
+    page.get_by_role("button", name="Consolidate the ticked memories").click()
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert "at least two distinct memory ids" in alert.inner_text()
+    assert "q=cache" in page.url  # the filters are kept
+    assert page.get_by_label(f"Tick #{cold.pk} to consolidate").is_checked()
+
+    # tick the second by keyboard, then consolidate
+    page.get_by_label(f"Tick #{warm.pk} to consolidate").focus()
+    page.keyboard.press("Space")
+    page.get_by_role("button", name="Consolidate the ticked memories").click()
+    conclusion = Memory.objects.get(text="Warm the cache before deploying")
+    page.wait_for_url(f"**/memories/{conclusion.pk}/")
+    status = page.get_by_role("status")
+    assert f"Consolidated #{cold.pk}, #{warm.pk} into #{conclusion.pk}" in status.inner_text()
+    lineage = page.locator("section", has=page.get_by_role("heading", name="Lineage"))
+    assert lineage.get_by_role("link", name=f"#{cold.pk}").count() == 1
+    assert lineage.get_by_role("link", name=f"#{warm.pk}").count() == 1
+    assert page.evaluate("window.pwned") is None
+    screenshot(page, "consolidated")
+    # the refused attempt answered 400 (Chromium logs that); nothing else went wrong
+    assert page.problems.found == [
+        "console: Failed to load resource: the server responded with a status of 400 (Bad Request)"
+    ]
+
+
+def test_core_revisions_show_a_diff_and_revert(page, acme, alice):
+    for fact in ("The API is on port 8420", "Deploys need a ticket"):
+        core.core_edit(scope="memory", action="add", workspace=acme, user=None, content=fact)
+    core.core_edit(
+        scope="memory", action="replace", workspace=acme, user=None,
+        content=f"The API is on port 9000 {HOSTILE}", old_text="port 8420",
+    )  # fmt: skip
+    log_in(page, "alice", "alice-password")
+    page.goto("/w/acme/core/")
+    doc = page.locator("#core-memory")
+    doc.get_by_text("Revisions").click()
+    v3 = doc.locator("#memory-v3")
+    v3.get_by_text("What v3 changed").click()
+    removed = v3.locator("li.diff-removed")
+    added = v3.locator("li.diff-added")
+    assert removed.text_content().strip() == "removed: −The API is on port 8420 §"
+    assert added.text_content().strip() == f"added: +The API is on port 9000 {HOSTILE} §"
+    assert page.evaluate("window.pwned") is None
+    screenshot(page, "core-diff")
+
+    v1 = doc.locator("#memory-v1")
+    v1.get_by_text("What reverting to v1 would change").click()
+    preview = v1.locator("ol.diff")
+    assert preview.locator("li.diff-removed").count() == 2  # the other fact and the new port
+    v1.get_by_role("button", name="Revert MEMORY to v1").click()
+    page.get_by_role("status").get_by_text("MEMORY reverted to version 1.").wait_for()
+    lines = page.locator("#core-memory .core-lines li")
+    assert lines.all_inner_texts() == ["The API is on port 8420 §"]
+    assert page.problems.found == []
+
+
 PAGES = {
     "overview": "/w/acme/",
+    "memories": "/w/acme/memories/",
+    "skills": "/w/acme/skills/",
+    "embedder": "/w/acme/settings/embedder/",
     "sessions": "/w/acme/sessions/",
     "states": "/w/acme/states/",
     "ledger": "/w/acme/ledger/",
@@ -124,7 +201,11 @@ def test_the_main_pages_read_at_desktop_and_phone_width(page, acme, alice):
     for width, viewport in (("desktop", None), ("phone", PHONE)):
         if viewport:
             page.set_viewport_size(viewport)
-        for name, url in {**PAGES, "session": f"/w/acme/sessions/{story.session.pk}/"}.items():
+        for name, url in {
+            **PAGES,
+            "session": f"/w/acme/sessions/{story.session.pk}/",
+            "memory": f"/w/acme/memories/{story.used.pk}/",
+        }.items():
             response = page.goto(url)
             assert response is not None and response.status == 200, url
             overflow = page.evaluate(
