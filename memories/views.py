@@ -74,7 +74,9 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     now = timezone.now()
     consolidate = ConsolidateForm()
     consolidate_error = ""
-    selected: set[int] = set()
+    # Ticked ids ride along with every search and page (`?ids=`), so a
+    # selection can gather memories from several searches.
+    selected = set(ConsolidateForm(request.GET).ids())
     if request.method == "POST":
         workspace, membership = workspace_for_page(request, slug, Access.WRITE)
         consolidate = ConsolidateForm(request.POST)
@@ -136,6 +138,14 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "consolidate_form": consolidate,
         "consolidate_error": consolidate_error,
         "selected": sorted(selected),
+        "ticked_elsewhere": [
+            m
+            for i, m in sorted(
+                memory_dash.memories_by_id(
+                    workspace=workspace, ids=selected - {m.pk for m, _ in rows}
+                ).items()
+            )
+        ],
     }
     if request.htmx and request.method == "GET":
         return render(request, "memories/memory_list.html#memory-table", context)
