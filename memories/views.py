@@ -289,6 +289,8 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
 @login_required
 def core_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused  # changes go to core-action
     user = request_user(request)
     context = _core_context(workspace, membership, user)
     return render(request, "memories/core_detail.html", context)
