@@ -292,14 +292,17 @@ def core_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if refused := not_allowed(request, "GET", "HEAD"):
         return refused  # changes go to core-action
     user = request_user(request)
-    context = _core_context(workspace, membership, user)
+    context = _core_context(workspace, membership, user, show_all=request.GET.get("all", ""))
     return render(request, "memories/core_detail.html", context)
 
 
-CORE_REVISIONS_SHOWN = 20
+CORE_REVISIONS_SHOWN = 20  # per document, unless ?all=<scope> asks for (up to) all of them
+CORE_REVISIONS_MAX = 1000
 
 
-def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> dict[str, Any]:
+def _core_context(
+    workspace: Any, membership: Any, user: Any, show_all: str = "", **extra: Any
+) -> dict[str, Any]:
     documents = []
     for scope in (CoreMemory.Scope.USER, CoreMemory.Scope.WORKSPACE):
         owner = user if scope == CoreMemory.Scope.USER else None
@@ -311,6 +314,7 @@ def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> d
                 "label": core.LABELS[scope],
                 "view": view,
                 "revision_count": len(revisions),
+                "all_shown": show_all == scope,
                 # Each revision's own change, and what reverting to it would change now.
                 "revisions": [
                     {
@@ -318,7 +322,9 @@ def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> d
                         "diff": line_diff(r.before, r.after),
                         "revert": line_diff(view.content, r.after),
                     }
-                    for r in revisions[:CORE_REVISIONS_SHOWN]
+                    for r in revisions[
+                        : CORE_REVISIONS_MAX if show_all == scope else CORE_REVISIONS_SHOWN
+                    ]
                 ],
             }
         )
