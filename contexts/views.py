@@ -77,7 +77,8 @@ def session_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if refused := not_allowed(request, "GET", "HEAD"):
         return refused
     form = SessionFilterForm(request.GET or None)
-    data = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()  # a bad value drops out of cleaned_data; the rest still apply
+    data: dict[str, Any] = getattr(form, "cleaned_data", {})
     sessions = dash_selectors.session_list_annotated(
         workspace=workspace,
         contains=(data.get("q") or "").strip(),

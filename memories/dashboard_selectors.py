@@ -212,7 +212,8 @@ def memory_browse(
     if sort == "accessed":
         return qs.order_by("-access_count", "-last_accessed", "-id")
     if sort == "retention":
-        # The decay formula in SQL, so the order holds across pages.
+        # The decay formula in SQL, so the order holds across pages. retention_sql
+        # names the row `m`; an ORM query names it by its table.
         tau = float(memory_setting(workspace, "decay_tau_days"))
         expression = RawSQL(
             retention_sql().replace("m.", "memories_memory."), (now, tau), output_field=FloatField()

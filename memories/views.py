@@ -68,7 +68,8 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if refused := not_allowed(request, "GET", "HEAD", "POST"):
         return refused
     form = MemorySearchForm(request.GET or None)
-    data: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()  # a bad value (say ?page=0) drops out of cleaned_data; the rest still apply
+    data: dict[str, Any] = getattr(form, "cleaned_data", {})
     status = data.get("status") or "current"
     sort = data.get("sort") or ""
     now = timezone.now()

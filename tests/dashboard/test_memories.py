@@ -219,3 +219,10 @@ def test_an_overview_conflict_links_to_both_ticked(acme, bob, victor, as_user):
     for memory in (a, b):
         assert f'aria-label="Tick #{memory.pk} to consolidate" checked' in page
     assert "Consolidate the two" not in as_user(victor).get("/w/acme/").content.decode()
+
+
+def test_a_bad_value_is_dropped_and_the_other_filters_still_apply(acme, bob, as_user):
+    ops = remember(acme, "Restart the worker with systemctl", compartment="ops")
+    remember(acme, "Lunch is at noon on Fridays")
+    html = as_user(bob).get("/w/acme/memories/?compartment=ops&within=5&page=0").content.decode()
+    assert ids_in_order(html) == [ops.pk]
