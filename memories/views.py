@@ -468,6 +468,9 @@ def workspace_embedder(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 messages.success(request, f"{job.backend} embeds this workspace now.")
             return redirect("workspace-embedder", slug=workspace.slug)
     context = _embedder_context(workspace, membership)
+    # The settings page shows the same panel (and polls it) under its own heading.
+    shown_on = (request.htmx.current_url_abs_path or request.path) if request.htmx else request.path
+    context["elsewhere"] = shown_on.split("?")[0] != request.path
     if request.htmx and request.method == "GET":
         return render(request, "memories/embedder_detail.html#embedder-status", context)
     return render(request, "memories/embedder_detail.html", context, status=status)
