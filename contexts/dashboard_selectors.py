@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Length, TruncDate
 from django.utils import timezone
 
@@ -40,8 +40,17 @@ from contexts.selectors import context_config_for, context_source_for
 # --- sessions ---------------------------------------------------------------------------
 
 
-def session_list_annotated(*, workspace: Workspace) -> QuerySet[AgentSession]:
+def session_list_annotated(
+    *,
+    workspace: Workspace,
+    contains: str = "",
+    app: str = "",
+    state: str = "",
+) -> QuerySet[AgentSession]:
     """A workspace's sessions, newest first, each with its event and injection counts.
+
+    `contains` matches the harness's session id or the directory; `state` is
+    "open" or "ended" (anything else: both).
 
     The counts are correlated subqueries rather than a join + GROUP BY, so a
     page of 50 sessions costs 50 index probes, not an aggregate over every event.
@@ -54,15 +63,32 @@ def session_list_annotated(*, workspace: Workspace) -> QuerySet[AgentSession]:
         .values("n")
     )
     injections = events.filter(kind="injection")
+    sessions = AgentSession.objects.filter(workspace=workspace)
+    if contains:
+        sessions = sessions.filter(Q(external_id__icontains=contains) | Q(cwd__icontains=contains))
+    if app:
+        sessions = sessions.filter(app=app)
+    if state in ("open", "ended"):
+        sessions = sessions.filter(ended_at__isnull=state == "open")
     # Uses index: agentsession_recent_idx.
     return (
-        AgentSession.objects.filter(workspace=workspace)
-        .select_related("user")
+        sessions.select_related("user")
         .annotate(
             n_events=Coalesce(Subquery(events, output_field=IntegerField()), 0),
             n_injections=Coalesce(Subquery(injections, output_field=IntegerField()), 0),
         )
         .order_by("-started_at", "-id")
+    )
+
+
+def session_apps(*, workspace: Workspace) -> list[str]:
+    """The harnesses that reported sessions here, for the list's filter."""
+    return list(
+        AgentSession.objects.filter(workspace=workspace)
+        .exclude(app="")
+        .order_by("app")
+        .values_list("app", flat=True)
+        .distinct()[:100]
     )
 
 

@@ -9,6 +9,14 @@ from contexts.declarations import ENV_PREFIX
 from contexts.models import ApiKey, Membership
 
 
+class SessionFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, label="Session id or directory")
+    app = forms.CharField(required=False, max_length=64)
+    state = forms.ChoiceField(
+        required=False, choices=[("", "open or ended"), ("open", "open"), ("ended", "ended")]
+    )
+
+
 class WorkspaceForm(forms.Form):
     slug = forms.SlugField(max_length=64, help_text="Lower-case letters, digits, '-' and '_'.")
     name = forms.CharField(max_length=200, required=False)

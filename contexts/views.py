@@ -31,6 +31,7 @@ from contexts.forms import (
     DocumentForm,
     MemberForm,
     MemberRemoveForm,
+    SessionFilterForm,
     WorkspaceForm,
     WorkspaceSettingsForm,
 )
@@ -75,10 +76,25 @@ def session_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
     if refused := not_allowed(request, "GET", "HEAD"):
         return refused
-    page = page_of(
-        request, dash_selectors.session_list_annotated(workspace=workspace), SESSIONS_PER_PAGE
+    form = SessionFilterForm(request.GET or None)
+    form.is_valid()  # a bad value drops out of cleaned_data; the rest still apply
+    data: dict[str, Any] = getattr(form, "cleaned_data", {})
+    sessions = dash_selectors.session_list_annotated(
+        workspace=workspace,
+        contains=(data.get("q") or "").strip(),
+        app=data.get("app") or "",
+        state=data.get("state") or "",
     )
-    context = {"workspace": workspace, "membership": membership, "page": page}
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "form": form,
+        "filtered": any(data.values()),
+        "apps": dash_selectors.session_apps(workspace=workspace),
+        "page": page_of(request, sessions, SESSIONS_PER_PAGE),
+    }
+    if request.htmx:
+        return render(request, "contexts/session_list.html#session-table", context)
     return render(request, "contexts/session_list.html", context)
 
 

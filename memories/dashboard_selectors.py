@@ -212,10 +212,11 @@ def memory_browse(
     if sort == "accessed":
         return qs.order_by("-access_count", "-last_accessed", "-id")
     if sort == "retention":
-        # The decay formula in SQL, so the order holds across pages.
+        # The decay formula in SQL, so the order holds across pages (an ORM
+        # query names the row by its table).
         tau = float(memory_setting(workspace, "decay_tau_days"))
         expression = RawSQL(
-            retention_sql().replace("m.", "memories_memory."), (now, tau), output_field=FloatField()
+            retention_sql(alias=Memory._meta.db_table), (now, tau), output_field=FloatField()
         )
         return qs.annotate(retention_now=expression).order_by("retention_now", "id")
     return qs  # newest first, as memory_list orders it

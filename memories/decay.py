@@ -34,10 +34,11 @@ def retention(
     return min(base * boost, 1.0)
 
 
-def retention_sql(now_param: str = "%s", tau_param: str = "%s") -> str:
-    """The same formula as a SQL expression over a memory row (alias `m`)."""
+def retention_sql(now_param: str = "%s", tau_param: str = "%s", alias: str = "m") -> str:
+    """The same formula as a SQL expression over a memory row named `alias`."""
+    m = alias
     return (
-        f"LEAST(POWER(1 + GREATEST(EXTRACT(EPOCH FROM ({now_param} - m.last_accessed)), 0) / 86400.0"
-        f" / ({tau_param} * CASE WHEN m.source = 'model' THEN 2.0 ELSE 1.0 END), -0.5)"
-        f" * (1 + 0.5 * LOG(2, 1 + m.access_count)), 1.0)"
+        f"LEAST(POWER(1 + GREATEST(EXTRACT(EPOCH FROM ({now_param} - {m}.last_accessed)), 0) / 86400.0"
+        f" / ({tau_param} * CASE WHEN {m}.source = 'model' THEN 2.0 ELSE 1.0 END), -0.5)"
+        f" * (1 + 0.5 * LOG(2, 1 + {m}.access_count)), 1.0)"
     )

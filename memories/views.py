@@ -68,13 +68,16 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if refused := not_allowed(request, "GET", "HEAD", "POST"):
         return refused
     form = MemorySearchForm(request.GET or None)
-    data: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()  # a bad value (say ?page=0) drops out of cleaned_data; the rest still apply
+    data: dict[str, Any] = getattr(form, "cleaned_data", {})
     status = data.get("status") or "current"
     sort = data.get("sort") or ""
     now = timezone.now()
     consolidate = ConsolidateForm()
     consolidate_error = ""
-    selected: set[int] = set()
+    # Ticked ids ride along with every search and page (`?ids=`), so a
+    # selection can gather memories from several searches.
+    selected = set(ConsolidateForm(request.GET).ids())
     if request.method == "POST":
         workspace, membership = workspace_for_page(request, slug, Access.WRITE)
         consolidate = ConsolidateForm(request.POST)
@@ -136,6 +139,14 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "consolidate_form": consolidate,
         "consolidate_error": consolidate_error,
         "selected": sorted(selected),
+        "ticked_elsewhere": [
+            m
+            for i, m in sorted(
+                memory_dash.memories_by_id(
+                    workspace=workspace, ids=selected - {m.pk for m, _ in rows}
+                ).items()
+            )
+        ],
     }
     if request.htmx and request.method == "GET":
         return render(request, "memories/memory_list.html#memory-table", context)
@@ -279,15 +290,20 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
 @login_required
 def core_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused  # changes go to core-action
     user = request_user(request)
-    context = _core_context(workspace, membership, user)
+    context = _core_context(workspace, membership, user, show_all=request.GET.get("all", ""))
     return render(request, "memories/core_detail.html", context)
 
 
-CORE_REVISIONS_SHOWN = 20
+CORE_REVISIONS_SHOWN = 20  # per document, unless ?all=<scope> asks for (up to) all of them
+CORE_REVISIONS_MAX = 1000
 
 
-def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> dict[str, Any]:
+def _core_context(
+    workspace: Any, membership: Any, user: Any, show_all: str = "", **extra: Any
+) -> dict[str, Any]:
     documents = []
     for scope in (CoreMemory.Scope.USER, CoreMemory.Scope.WORKSPACE):
         owner = user if scope == CoreMemory.Scope.USER else None
@@ -299,6 +315,7 @@ def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> d
                 "label": core.LABELS[scope],
                 "view": view,
                 "revision_count": len(revisions),
+                "all_shown": show_all == scope,
                 # Each revision's own change, and what reverting to it would change now.
                 "revisions": [
                     {
@@ -306,7 +323,9 @@ def _core_context(workspace: Any, membership: Any, user: Any, **extra: Any) -> d
                         "diff": line_diff(r.before, r.after),
                         "revert": line_diff(view.content, r.after),
                     }
-                    for r in revisions[:CORE_REVISIONS_SHOWN]
+                    for r in revisions[
+                        : CORE_REVISIONS_MAX if show_all == scope else CORE_REVISIONS_SHOWN
+                    ]
                 ],
             }
         )
@@ -452,6 +471,9 @@ def workspace_embedder(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 messages.success(request, f"{job.backend} embeds this workspace now.")
             return redirect("workspace-embedder", slug=workspace.slug)
     context = _embedder_context(workspace, membership)
+    # The settings page shows the same panel (and polls it) under its own heading.
+    shown_on = (request.htmx.current_url_abs_path or request.path) if request.htmx else request.path
+    context["elsewhere"] = shown_on.split("?")[0] != request.path
     if request.htmx and request.method == "GET":
         return render(request, "memories/embedder_detail.html#embedder-status", context)
     return render(request, "memories/embedder_detail.html", context, status=status)

@@ -117,11 +117,18 @@ class Problems:
         page.on("pageerror", lambda exc: self.found.append(f"page error: {exc}"))
         page.on("console", self._console)
         page.on("response", self._response)
-        page.on("requestfailed", lambda r: self.found.append(f"failed: {r.url}"))
+        page.on("requestfailed", self._failed)
 
     def _console(self, message: Any) -> None:
         if message.type == "error":
             self.found.append(f"console: {message.text}")
+
+    def _failed(self, request: Any) -> None:
+        # A request the page no longer waits for (the test moved on, as a person
+        # clicking away would: the overview's panels load after it is shown) is
+        # cancelled by the browser, not failed by the server.
+        if request.failure != "net::ERR_ABORTED":
+            self.found.append(f"failed: {request.url} ({request.failure})")
 
     def _response(self, response: Any) -> None:
         if response.status >= 500:

@@ -122,6 +122,14 @@ def test_consolidate_a_selection_from_a_search(page, acme, alice):
     assert "q=cache" in page.url  # the filters are kept
     assert page.get_by_label(f"Tick #{cold.pk} to consolidate").is_checked()
 
+    # a new search keeps the tick (the ticked boxes ride along with it)
+    search = page.get_by_role("searchbox", name="Search")
+    search.fill("")
+    search.press_sequentially("Friday", delay=20)
+    page.wait_for_url(re.compile(r"q=Friday"))
+    assert f"ids={cold.pk}" in page.url
+    assert page.get_by_label(f"Tick #{cold.pk} to consolidate").is_checked()
+
     # tick the second by keyboard, then consolidate
     page.get_by_label(f"Tick #{warm.pk} to consolidate").focus()
     page.keyboard.press("Space")

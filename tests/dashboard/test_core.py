@@ -69,3 +69,15 @@ def test_an_outsider_gets_404(acme, mallory, as_user):
     client = as_user(mallory)
     assert client.get("/w/acme/core/").status_code == 404
     assert client.post("/w/acme/core/memory/revert/", {"version": "1"}).status_code == 404
+
+
+def test_the_latest_twenty_revisions_show_and_the_rest_on_request(acme, victor, as_user):
+    for i in range(25):
+        edit(acme, "add", f"Fact number {i}")
+    client = as_user(victor)
+    html = client.get("/w/acme/core/").content.decode()
+    assert "(25, the latest 20 shown)" in html
+    assert 'id="memory-v25"' in html and 'id="memory-v5"' not in html
+    assert 'href="?all=memory#core-memory">Show all 25 revisions of MEMORY</a>' in html
+    everything = client.get("/w/acme/core/?all=memory").content.decode()
+    assert 'id="memory-v1"' in everything and "Show all" not in everything

@@ -29,7 +29,16 @@ def test_everyone_sees_which_embedder_serves(acme, victor, as_user):
 
 def test_the_settings_page_points_to_it(acme, alice, as_user):
     html = as_user(alice).get("/w/acme/settings/").content.decode()
-    assert f'hx-get="{URL}" hx-trigger="load"' in html
+    assert f'id="embedder" hx-get="{URL}" hx-trigger="load"' in html
+    # the panel it loads carries its own heading and the way to the page
+    panel = (
+        as_user(alice)
+        .get(URL, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/w/acme/settings/")
+        .content.decode()
+    )
+    assert (
+        "<h2>Embedder</h2>" in panel and f'href="{URL}">The Embedder page: choose another' in panel
+    )
     row = html.split("<code>embedder</code>")[1].split("</tr>")[0]
     assert "not changed here" in row and f'href="{URL}"' in row
 

@@ -181,3 +181,48 @@ def test_an_outsider_gets_404_and_consolidates_nothing(acme, mallory, as_user):
     response = client.post("/w/acme/memories/", {"ids": [a.pk, b.pk], "conclusion": "Mine now"})
     assert response.status_code == 404
     assert not Memory.objects.filter(text="Mine now").exists()
+
+
+def test_ticks_ride_along_with_searches_and_pages(acme, bob, as_user):
+    cold = remember(acme, "Deploys fail when the cache is cold")
+    lunch = remember(acme, "Lunch is at noon on Fridays", compartment="food")
+    client = as_user(bob)
+    # a search that does not find the ticked memory keeps it ticked, below the table
+    html = client.get(
+        f"/w/acme/memories/?q=lunch&compartment=food&ids={cold.pk}", HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert f'value="{lunch.pk}" form="consolidate-form" id="tick-{lunch.pk}"' in html
+    elsewhere = html.split('<fieldset class="ticked-elsewhere">')[1].split("</fieldset>")[0]
+    assert f'value="{cold.pk}" form="consolidate-form" checked' in elsewhere
+    assert "Deploys fail when the cache is cold" in elsewhere
+    # one that finds it shows it ticked in its row instead
+    found = client.get(f"/w/acme/memories/?ids={cold.pk}").content.decode()
+    assert f'aria-label="Tick #{cold.pk} to consolidate" checked' in found
+    assert "ticked-elsewhere" not in found
+    assert '<details class="card consolidate" open>' in found
+    # the filter form and the pager send the ticked boxes along
+    assert 'hx-include="#memory-table"' in found
+
+
+def test_an_overview_conflict_links_to_both_ticked(acme, bob, victor, as_user):
+    a = remember(acme, "The release branch is cut every Monday morning.")
+    # written as something else and corrected, so remember's dedupe does not fold the two
+    b = services.memory_update(
+        workspace=acme,
+        memory=remember(acme, "Lunch is at noon on Fridays"),
+        text="The release branch gets cut every Monday morning.",
+    )
+    link = f"/w/acme/memories/?ids={a.pk}&amp;ids={b.pk}"
+    overview = as_user(bob).get("/w/acme/").content.decode()
+    assert f'href="{link}">Consolidate the two…</a>' in overview
+    page = as_user(bob).get(link.replace("&amp;", "&")).content.decode()
+    for memory in (a, b):
+        assert f'aria-label="Tick #{memory.pk} to consolidate" checked' in page
+    assert "Consolidate the two" not in as_user(victor).get("/w/acme/").content.decode()
+
+
+def test_a_bad_value_is_dropped_and_the_other_filters_still_apply(acme, bob, as_user):
+    ops = remember(acme, "Restart the worker with systemctl", compartment="ops")
+    remember(acme, "Lunch is at noon on Fridays")
+    html = as_user(bob).get("/w/acme/memories/?compartment=ops&within=5&page=0").content.decode()
+    assert ids_in_order(html) == [ops.pk]
