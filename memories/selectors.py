@@ -1137,3 +1137,27 @@ def dedupe_neighbours(
         if memory is not None:
             result[int(ord_) - 1].append((memory, float(cosine)))
     return result
+
+
+def dedupe_neighbours_known(
+    *, workspace: Workspace, nearest: Sequence[tuple[int, float]], model_id: str, limit: int = 5
+) -> list[tuple[Memory, float]]:
+    """`dedupe_neighbours` for one vector whose nearest entries a search already found.
+
+    `nearest`: (id, cosine) best first, from a dense search with that vector
+    over current entries (a recall's dense arm). Kept: the first `limit` that
+    are current plain entries of `model_id` in the workspace.
+    """
+    rows = Memory.objects.defer("embedding_next").in_bulk([i for i, _ in nearest])
+    found = []
+    for memory_id, cosine in nearest:
+        memory = rows.get(memory_id)
+        if (
+            memory is not None
+            and memory.workspace_id == workspace.pk
+            and memory.valid_to is None
+            and not memory.state_key
+            and memory.embedding_model == model_id
+        ):
+            found.append((memory, cosine))
+    return found[:limit]

@@ -241,6 +241,7 @@ def memory_remember_bulk(
     session: AgentSession | None = None,
     vectors: np.ndarray | None = None,
     vectors_model: str | None = None,
+    nearest: Sequence[Sequence[tuple[int, float]]] | None = None,
 ) -> list[RememberResult]:
     """Remember several texts: embed them in one batch, then fold or insert each.
 
@@ -249,7 +250,10 @@ def memory_remember_bulk(
     as passages by `vectors_model` (the importer, the bench and the hooks
     pass ones they have; without a model id they are taken to be the default
     backend's). Vectors of any other model than the workspace's embedder are
-    computed again.
+    computed again. `nearest`, with `vectors`: for each item, the (id, cosine)
+    of the current entries nearest its vector, best first, from a search the
+    caller already ran with it (a hook's recall); dedupe then asks no
+    search of its own.
     """
     cleaned = [memory_validate(workspace=workspace, item=item) for item in items]
     if not cleaned:
@@ -269,8 +273,9 @@ def memory_remember_bulk(
         if serving.model_id != vectors_model:
             fresh = serving.encode_passages(texts)
             pending = [_Pending.of(item, v) for item, v in zip(cleaned, fresh, strict=True)]
+            nearest = None  # found with vectors of another model
         folder = _Folder(workspace=workspace, user=user, session=session, model_id=serving.model_id)
-        results = folder.run(pending)
+        results = folder.run(pending, nearest=nearest)
     return results
 
 
@@ -300,17 +305,33 @@ class _Folder:
         self.now = timezone.now()
         self.gate = merge_cosine(model_id)
 
-    def run(self, pending: list[_Pending]) -> list[RememberResult]:
+    def run(
+        self,
+        pending: list[_Pending],
+        nearest: Sequence[Sequence[tuple[int, float]]] | None = None,
+    ) -> list[RememberResult]:
         plain = [p for p in pending if not p.item.state_key]
         exact = selectors.memories_by_norm_hash(
             workspace=self.workspace, hashes=[p.norm_hash for p in plain]
         )
-        neighbours = selectors.dedupe_neighbours(
-            workspace=self.workspace,
-            vectors=[p.vector for p in plain],
-            model_id=self.model_id,
-            limit=DEDUPE_NEIGHBOURS,
-        )
+        if nearest is not None:
+            known = {id(p): n for p, n in zip(pending, nearest, strict=True)}
+            neighbours = [
+                selectors.dedupe_neighbours_known(
+                    workspace=self.workspace,
+                    nearest=known[id(p)],
+                    model_id=self.model_id,
+                    limit=DEDUPE_NEIGHBOURS,
+                )
+                for p in plain
+            ]
+        else:
+            neighbours = selectors.dedupe_neighbours(
+                workspace=self.workspace,
+                vectors=[p.vector for p in plain],
+                model_id=self.model_id,
+                limit=DEDUPE_NEIGHBOURS,
+            )
         by_item = {id(p): n for p, n in zip(plain, neighbours, strict=True)}
         created: list[Memory] = []
         batch_rows: list[tuple[_Pending, Memory]] = []  # this batch's new rows, for in-batch folds

@@ -60,6 +60,38 @@ def test_a_prompt_recalls_with_ids_then_is_captured(acme, hook):
     assert InjectionEvent.objects.filter(memory_id=fact.pk, kind="injected").count() == 1
 
 
+def test_a_prompt_extending_an_earlier_one_folds_into_it(acme, hook):
+    """The capture's dedupe sees the recall's nearest entries: an extension merges."""
+    hook("user-prompt", prompt="Deploy the billing service to staging with the blue-green script.")
+    first = Memory.objects.get(workspace=acme, source="hook", valid_to__isnull=True)
+    state = services.memory_remember(
+        workspace=acme,
+        item=RememberInput(text="billing deploy target: staging", state_key="billing.target"),
+    ).memory
+
+    hook(
+        "user-prompt",
+        prompt="Deploy the billing service to staging with the blue-green script, then run smoke tests.",
+    )
+
+    current = Memory.objects.filter(workspace=acme, source="hook", valid_to__isnull=True)
+    assert [m.text for m in current] == [
+        "Deploy the billing service to staging with the blue-green script, then run smoke tests."
+    ]
+    assert current[0].pk == first.pk, "merged into the earlier entry"
+    tombstone = Memory.objects.get(workspace=acme, source="hook", valid_to__isnull=False)
+    assert tombstone.text == first.text, "the shorter prompt survives as a tombstone"
+    state.refresh_from_db()
+    assert state.valid_to is None and state.text == "billing deploy target: staging"
+    # A prompt sent again strengthens its entry instead of adding a copy.
+    hook(
+        "user-prompt",
+        prompt="Deploy the billing service to staging with the blue-green script, then run smoke tests.",
+    )
+    again = Memory.objects.get(workspace=acme, source="hook", valid_to__isnull=True)
+    assert again.strength > 1 and again.pk == current[0].pk
+
+
 @pytest.mark.parametrize(
     "prompt, reason",
     [
