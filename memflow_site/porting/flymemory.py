@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from django.db import transaction
 from django.utils import timezone
 
 from contexts.errors import Invalid, MemflowError
@@ -519,29 +520,32 @@ def _conclusions(
             continue
         item = _input(record, source="consolidation")
         try:
-            memory = services.memory_consolidate(
-                workspace=workspace,
-                ids=evidence,
-                conclusion=item.text,
-                compartment=item.compartment,
-                user=user,
-                app=item.app,
-            )
+            # The conclusion and its ledger key commit together: killed between
+            # the two, the next run would not know it and consolidate it again.
+            with transaction.atomic():
+                memory = services.memory_consolidate(
+                    workspace=workspace,
+                    ids=evidence,
+                    conclusion=item.text,
+                    compartment=item.compartment,
+                    user=user,
+                    app=item.app,
+                )
+                created = _when(record.began) or memory.created_at
+                history_restore(
+                    workspace=workspace,
+                    pk=memory.pk,
+                    created_at=created,
+                    valid_from=created,
+                    last_accessed=_when(record.last_accessed) or created,
+                    access_count=record.access_count,
+                    metadata=ledger_metadata(
+                        {**memory.metadata, **item.metadata}, fmt=FORMAT, key=record.key
+                    ),
+                )
         except MemflowError as exc:
             report.skip(record.label, skip_reason(exc))
             continue
-        created = _when(record.began) or memory.created_at
-        history_restore(
-            workspace=workspace,
-            pk=memory.pk,
-            created_at=created,
-            valid_from=created,
-            last_accessed=_when(record.last_accessed) or created,
-            access_count=record.access_count,
-            metadata=ledger_metadata(
-                {**memory.metadata, **item.metadata}, fmt=FORMAT, key=record.key
-            ),
-        )
         stored.pks[record.key] = memory.pk
         stored.created.add(memory.pk)
         report.added["memories"] += 1

@@ -8,7 +8,8 @@ counts as already present when its key is on a row, when a previous fold
 recorded its text (a `DedupeEvent`), or when a current entry has the same
 normalised text in the same compartment (same state key for states). So a
 second run adds nothing, and a run that stopped half way resumes where it
-stopped: each batch commits on its own.
+stopped: each batch commits on its own, its rows and their restored history
+in one transaction.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from django.db import transaction
 
 from contexts.errors import MemflowError
 from contexts.models import Workspace
@@ -183,29 +185,53 @@ def remember_incoming(
         ]
         models = {inc.vector_model for inc in batch}
         reuse = len(models) == 1 and all(inc.vector is not None for inc in batch)
-        results = services.memory_remember_bulk(
-            workspace=workspace,
-            items=items,
-            user=user,
-            # Vectors of another model than the workspace's are computed again.
-            vectors=np.stack([inc.vector for inc in batch]) if reuse else None,
-            vectors_model=models.pop() if reuse else None,
-        )
-        for inc, result in zip(batch, results, strict=True):
-            pk = int(result.memory.pk)
-            stored.pks[inc.key] = pk
-            if result.outcome != "created":
-                report.added["memories folded into existing ones"] += 1
-                continue
-            report.added["memories"] += 1
-            stored.created.add(pk)
-            restore: dict[str, Any] = {}
-            if inc.last_accessed is not None:
-                restore["last_accessed"] = inc.last_accessed
-            if inc.access_count:
-                restore["access_count"] = inc.access_count
-            if inc.expires_at is not None:
-                restore["expires_at"] = inc.expires_at
-            history_restore(workspace=workspace, pk=pk, **restore)
+        if reuse:
+            vectors, vectors_model = np.stack([inc.vector for inc in batch]), models.pop()
+        else:
+            # Embedded here, outside the transaction below (the slow part).
+            embedder = selectors.embedder_for(workspace)
+            vectors = embedder.encode_passages([item.text for item in items])
+            vectors_model = embedder.model_id
+        # The rows and what the source knew about them commit together: an
+        # import killed between the two left rows with their history missing,
+        # which the next run, finding their ledger keys, never put back.
+        with transaction.atomic():
+            results = services.memory_remember_bulk(
+                workspace=workspace,
+                items=items,
+                user=user,
+                # Vectors of another model than the workspace's are computed again.
+                vectors=vectors,
+                vectors_model=vectors_model,
+            )
+            _restore_batch(
+                workspace=workspace, batch=batch, results=results, stored=stored, report=report
+            )
         bar.update(len(batch))
     return stored
+
+
+def _restore_batch(
+    *,
+    workspace: Workspace,
+    batch: Sequence[Incoming],
+    results: Sequence[services.RememberResult],
+    stored: Stored,
+    report: ImportReport,
+) -> None:
+    for inc, result in zip(batch, results, strict=True):
+        pk = int(result.memory.pk)
+        stored.pks[inc.key] = pk
+        if result.outcome != "created":
+            report.added["memories folded into existing ones"] += 1
+            continue
+        report.added["memories"] += 1
+        stored.created.add(pk)
+        restore: dict[str, Any] = {}
+        if inc.last_accessed is not None:
+            restore["last_accessed"] = inc.last_accessed
+        if inc.access_count:
+            restore["access_count"] = inc.access_count
+        if inc.expires_at is not None:
+            restore["expires_at"] = inc.expires_at
+        history_restore(workspace=workspace, pk=pk, **restore)

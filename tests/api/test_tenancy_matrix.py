@@ -71,3 +71,40 @@ def test_an_outsider_cannot_open_a_dashboard_page(route, acme, evil, mallory, cl
     response = client.get(route.fill(slug="acme"))
     assert response.status_code == 404
     assert b"Acme Rockets" not in response.content
+
+
+def _page_snapshot() -> tuple[int, ...]:
+    from contexts.models import ContextDocument, Declaration
+    from memories.models import CoreMemory, Memory
+    from skills.models import Skill
+
+    return (
+        *_snapshot(),
+        *(m.objects.count() for m in (Memory, CoreMemory, Declaration, ContextDocument, Skill)),
+    )
+
+
+@pytest.mark.parametrize("route", workspace_page_routes(), ids=lambda r: r.pattern)
+def test_a_dashboard_post_by_an_outsider_or_a_viewer_changes_nothing(
+    route, acme, evil, mallory, victor, alice, make_key, api
+):
+    memory = api(make_key(alice)).post(
+        "/api/v1/workspaces/acme/memories/", {"text": "Deploys go out on Tuesdays"}, format="json"
+    )
+    url = route.fill(
+        slug="acme", memory_id=str(memory.json()["id"]), target="memory", action="edit"
+    )
+    form = {"text": "x", "content": "x", "action": "add", "name": "x", "source_text": "x"}
+    before = _page_snapshot()
+    outsider = Client()
+    outsider.force_login(mallory)
+    answer = outsider.post(url, form)
+    assert answer.status_code == 404, (route.pattern, answer.status_code)
+    assert b"Acme Rockets" not in answer.content
+    viewer = Client()
+    viewer.force_login(victor)
+    answer = viewer.post(url, form)
+    # Refused, or a read-only page that renders whatever the method (200): either
+    # way nothing may have changed.
+    assert answer.status_code in (200, 403, 404, 405), (route.pattern, answer.status_code)
+    assert _page_snapshot() == before

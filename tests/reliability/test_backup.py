@@ -119,6 +119,16 @@ def test_a_backup_restored_into_a_fresh_database_brings_everything_back(
     with connect(fresh_database) as conn, conn.cursor() as cursor:
         assert fingerprint(cursor) == workspace_with_history
 
+    # Something still using the database (a server mid-transaction): refused, not hung.
+    with connect(fresh_database) as holder:
+        holder.execute("SELECT count(*) FROM memories_memory").fetchone()  # holds a lock
+        busy = memflow("restore", str(file), "--replace", env=target, check=False)
+    assert (
+        busy.returncode == 1 and "is in use" in busy.stderr and "Nothing was changed" in busy.stderr
+    )
+    with connect(fresh_database) as conn, conn.cursor() as cursor:
+        assert fingerprint(cursor) == workspace_with_history
+
 
 def test_a_backup_restores_into_a_fresh_embedded_data_directory(workspace_with_history, tmp_path):
     import pgserver
