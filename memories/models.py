@@ -103,8 +103,8 @@ class Memory(models.Model):
                 opclasses=["vector_cosine_ops"],
             ),
             # Lexical arm: candidates whose term map has any selected query term (lex ?| terms).
-            # Written through (no pending list for every lookup to scan): migration 0009.
-            GinIndex(fields=["lex"], name="memory_lex_gin", fastupdate=False),
+            # Its pending list is kept short (selectors.SEARCH_SETTINGS).
+            GinIndex(fields=["lex"], name="memory_lex_gin"),
             # Substring search (paths, IDs, CJK) in the list API and dashboard: text ILIKE '%…%'.
             GinIndex(fields=["text"], opclasses=["gin_trgm_ops"], name="memory_text_trgm"),
             # Exact-duplicate check in remember: current entries with the same normalised text.

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -850,6 +850,30 @@ def ledger_record(
     )
 
 
+@contextlib.contextmanager
+def bulk_index_writes() -> Iterator[None]:
+    """GIN entries batched in a 4 MB pending list while inside; folded in on the way out.
+
+    For a long run of inserts on this connection (an import): the pending
+    list amortises index writes, and leaving folds what is still pending
+    into the index, so later lookups do not scan it.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET gin_pending_list_limit = '{selectors.GIN_PENDING_LIST_BULK_KB}kB'")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET gin_pending_list_limit = '{selectors.GIN_PENDING_LIST_KB}kB'")
+        try:
+            # A savepoint: folding needs to own the index, which a
+            # DATABASE_URL role may not; then the next vacuum folds it.
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT gin_clean_pending_list('memory_lex_gin'::regclass)")
+        except DatabaseError:
+            logger.warning("could not fold the lexical index's pending list", exc_info=True)
+
+
 def memory_remember_stream(
     *,
     workspace: Workspace,
@@ -901,21 +925,22 @@ def memory_remember_stream(
 
     worker = threading.Thread(target=produce, name="memflow-embed", daemon=True)
     worker.start()
-    while True:
-        chunk = chunks.get()
-        if chunk is None:
-            break
-        if isinstance(chunk, BaseException):
-            raise chunk
-        batch_items, vectors = chunk
-        yield memory_remember_bulk(
-            workspace=workspace,
-            items=batch_items,
-            user=user,
-            session=session,
-            vectors=vectors,
-            vectors_model=embedder.model_id,
-        )
+    with bulk_index_writes():
+        while True:
+            chunk = chunks.get()
+            if chunk is None:
+                break
+            if isinstance(chunk, BaseException):
+                raise chunk
+            batch_items, vectors = chunk
+            yield memory_remember_bulk(
+                workspace=workspace,
+                items=batch_items,
+                user=user,
+                session=session,
+                vectors=vectors,
+                vectors_model=embedder.model_id,
+            )
     worker.join()
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from memories import selectors, services
 from memories.models import DedupeEvent, Memory
@@ -165,3 +166,27 @@ def test_a_bad_item_stops_the_stream_with_its_error(acme):
     items = [RememberInput(text="fine one"), RememberInput(text="AKIAIOSFODNN7EXAMPLE leaked")]
     with pytest.raises(services.SecretDetected):
         list(services.memory_remember_stream(workspace=acme, items=iter(items), batch=1))
+
+
+def _pending_list_limit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW gin_pending_list_limit")
+        return str(cursor.fetchone()[0])
+
+
+def test_an_import_batches_index_writes_and_leaves_lookups_a_short_pending_list(acme):
+    # Interactive writes (hooks, the API) keep the lexical index's pending list short…
+    assert _pending_list_limit() == "64kB"
+    stream = services.memory_remember_stream(
+        workspace=acme,
+        items=[RememberInput(text=f"widget {i} ships with firmware {i}.{i}") for i in range(70)],
+        batch=64,
+    )
+    first = next(stream)
+    # …an import batches its index writes in a long one…
+    assert len(first) == 64 and _pending_list_limit() == "4MB"
+    rest = [r for batch in stream for r in batch]
+    # …and leaves the connection as it found it, with every entry findable.
+    assert len(rest) == 6 and _pending_list_limit() == "64kB"
+    hits = selectors.memory_recall(workspace=acme, query="firmware 69.69", k=3).hits
+    assert hits[0].memory.text == "widget 69 ships with firmware 69.69"
