@@ -70,14 +70,19 @@ def pgdata_for(data_dir: Path) -> Path:
 
 
 def _prune_dead_handles(pgdata: Path) -> None:
+    # Under pgserver's own inter-process lock: it reads and rewrites this
+    # file in place, and a process starting meanwhile read it half-written.
+    from pgserver.postgres_server import PostgresServer
+
     handles = pgdata / ".handle_pids.json"
-    try:
-        pids = json.loads(handles.read_text())
-    except (OSError, ValueError):
-        return
-    alive = [pid for pid in pids if _pid_alive(int(pid))]
-    if alive != pids:
-        handles.write_text(json.dumps(alive))
+    with PostgresServer._lock:
+        try:
+            pids = json.loads(handles.read_text())
+        except (OSError, ValueError):
+            return
+        alive = [pid for pid in pids if _pid_alive(int(pid))]
+        if alive != pids:
+            handles.write_text(json.dumps(alive))
 
 
 def _pid_alive(pid: int) -> bool:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import psycopg
 import pytest
 from django.conf import settings
@@ -354,6 +355,13 @@ def postmaster_pid(data_dir: Path) -> int:
     return int((data_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
 
 
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def test_the_server_and_its_database_killed_under_writes_lose_nothing_answered(tmp_path):
     data_dir = tmp_path / "data"
     env = env_for(data_dir)
@@ -410,9 +418,18 @@ def test_the_server_and_its_database_killed_under_writes_lose_nothing_answered(t
         wait_for("forty answered writes", lambda: len(acknowledged) >= 40, seconds=180)
         # Everything at once, mid-traffic: memflow serve, uvicorn, and Postgres.
         pg = postmaster_pid(data_dir)
+        backends = [child.pid for child in psutil.Process(pg).children()]
         os.killpg(served.process.pid, signal.SIGKILL)
         os.kill(pg, signal.SIGKILL)
         served.process.wait()
+        # The postmaster is not our child: wait until it and its orphaned
+        # backends are gone, or the restart finds them still dying (a live
+        # pid in postmaster.pid, shared memory still attached).
+        wait_for(
+            "the killed Postgres to exit",
+            lambda: all(_gone(pid) for pid in [pg, *backends]),
+            seconds=60,
+        )
         stop.set()
         for thread in threads:
             thread.join(timeout=60)
