@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,35 @@ def _prune_dead_handles(pgdata: Path) -> None:
         alive = [pid for pid in pids if _pid_alive(int(pid))]
         if alive != pids:
             handles.write_text(json.dumps(alive))
+
+
+def _clear_dead_postmaster(pgdata: Path, wait_seconds: float = 30.0) -> bool:
+    """Remove postmaster.pid if it names a postmaster that died unreaped; True if removed.
+
+    A killed postmaster whose parent never reaps it (pg_ctl starts it
+    detached; in a container PID 1 may be slow to reap) stays a zombie, and
+    both pgserver and Postgres take a zombie's pid for a live server: the
+    first skips the start, the second refuses it. Its orphaned backends are
+    waited for first, so a new postmaster never starts beside them.
+    """
+    import psutil
+
+    pidfile = pgdata / "postmaster.pid"
+    try:
+        pid = int(pidfile.read_text().splitlines()[0])
+        process = psutil.Process(pid)
+        if process.status() != psutil.STATUS_ZOMBIE:
+            return False
+        deadline = time.monotonic() + wait_seconds
+        while process.children() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if process.children():
+            return False  # backends still running: let Postgres refuse, loudly
+    except (OSError, ValueError, IndexError, psutil.Error):
+        return False
+    pidfile.unlink(missing_ok=True)
+    logger.warning("removed the lock file of a dead postmaster (pid %d) in %s", pid, pgdata)
+    return True
 
 
 def _pid_alive(pid: int) -> bool:
@@ -147,6 +177,7 @@ def ensure_running(data_dir: Path) -> EmbeddedPostgres:
         pgdata = pgdata_for(data_dir.resolve())
         pgdata.mkdir(exist_ok=True)
         _prune_dead_handles(pgdata)
+        _clear_dead_postmaster(pgdata)
         server = pgserver.get_server(pgdata, cleanup_mode="stop")
         socket_dir = str(server.get_postmaster_info().socket_dir)
         state = EmbeddedPostgres(pgdata=pgdata, socket_dir=socket_dir, server=server)
