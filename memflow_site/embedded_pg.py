@@ -99,7 +99,10 @@ def _clear_dead_postmaster(pgdata: Path, wait_seconds: float = 30.0) -> bool:
 
     pidfile = pgdata / "postmaster.pid"
     try:
-        pid = int(pidfile.read_text().splitlines()[0])
+        lines = pidfile.read_text().splitlines()
+        pid = int(lines[0])
+        # The socket's lock file names the same pid (postmaster.pid: port, socket dir).
+        socket_lock = Path(lines[4]) / f".s.PGSQL.{int(lines[3])}.lock" if len(lines) > 4 else None
         process = psutil.Process(pid)
         if process.status() != psutil.STATUS_ZOMBIE:
             return False
@@ -111,7 +114,13 @@ def _clear_dead_postmaster(pgdata: Path, wait_seconds: float = 30.0) -> bool:
     except (OSError, ValueError, IndexError, psutil.Error):
         return False
     pidfile.unlink(missing_ok=True)
-    logger.warning("removed the lock file of a dead postmaster (pid %d) in %s", pid, pgdata)
+    if socket_lock is not None:
+        try:
+            if socket_lock.read_text().splitlines()[0].strip() == str(pid):
+                socket_lock.unlink()
+        except (OSError, IndexError):
+            pass
+    logger.warning("removed the lock files of a dead postmaster (pid %d) in %s", pid, pgdata)
     return True
 
 
