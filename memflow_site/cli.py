@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memflow_site.env import env_int
+
 
 class CommandError(Exception):
     """A plain sentence for the person at the terminal; exit status 1."""
@@ -174,6 +176,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     connections.close_all()
 
     env = dict(os.environ, MEMFLOW_DATA_DIR=str(directory))
+    # The web processes keep a pool of connections (see settings): one per
+    # request thread, and a few for the MCP tools' threads.
+    web_env = dict(env)
+    web_env.setdefault("MEMFLOW_DB_POOL", str(env_int("MEMFLOW_WEB_THREADS", 8, minimum=1) + 4))
     children: dict[str, subprocess.Popen[bytes]] = {
         "web": subprocess.Popen(
             [
@@ -190,7 +196,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 "--log-level",
                 "warning",
             ],
-            env=env,
+            env=web_env,
         )
     }
     if not args.no_worker:

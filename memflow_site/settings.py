@@ -97,11 +97,22 @@ else:
         "PORT": "",
         "OPTIONS": {},
     }
-# 0: under ASGI (`memflow serve` is uvicorn) every request runs its sync code in
-# a thread of its own, so a kept connection is never reused, only leaked until
-# Postgres refuses new clients (Django's docs: disable persistent connections
-# under ASGI). Processes that are not ASGI may set a positive age.
-_database["CONN_MAX_AGE"] = env_int("MEMFLOW_DB_CONN_MAX_AGE", 0, minimum=0)
+# A pool of open connections (psycopg_pool, through Django's own support)
+# when MEMFLOW_DB_POOL is its largest size: `memflow serve` turns it on for its
+# web processes, where opening a connection per request cost a backend start
+# and cold catalog caches on every hook (~50 ms of a user-prompt here).
+# Without a pool a connection lives CONN_MAX_AGE seconds; keep that 0 under
+# ASGI, where the MCP tools run sync code in threads that are never reused
+# (Django's docs: no persistent connections under ASGI).
+MEMFLOW_DB_POOL = env_int("MEMFLOW_DB_POOL", 0, minimum=0)
+if MEMFLOW_DB_POOL:
+    _database["OPTIONS"] = {
+        **_database.get("OPTIONS", {}),
+        "pool": {"min_size": min(2, MEMFLOW_DB_POOL), "max_size": MEMFLOW_DB_POOL, "timeout": 10},
+    }
+    _database["CONN_MAX_AGE"] = 0  # Django refuses a pool with persistent connections
+else:
+    _database["CONN_MAX_AGE"] = env_int("MEMFLOW_DB_CONN_MAX_AGE", 0, minimum=0)
 _database["CONN_HEALTH_CHECKS"] = True
 # Two test runs on one server (two checkouts, CI and a developer) each need
 # their own throw-away database.

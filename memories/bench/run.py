@@ -619,6 +619,27 @@ def bench_hooks(
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
+        # What a harness's hook waits for, less the hook command's own start:
+        # the HTTP round trip to the real server (uvicorn, Django, the pool).
+        over_http = []
+        show = progress_printer("hooks over HTTP")
+        started = time.monotonic()
+        with httpx.Client(
+            timeout=60, headers={"Authorization": f"Bearer {created.raw}"}
+        ) as client:
+            for n, text in enumerate(texts):
+                t1 = time.perf_counter()
+                client.post(
+                    f"{url}/api/v1/hooks/user-prompt",
+                    json={
+                        "session_id": f"http-{n % 20}",
+                        "prompt": text,
+                        "hook_event_name": "UserPromptSubmit",
+                    },
+                ).raise_for_status()
+                if n >= 5:  # the first calls warm the server's connections and caches
+                    over_http.append((time.perf_counter() - t1) * 1000)
+                show(n + 1, len(texts), time.monotonic() - started)
         hook_env = {**env, "MEMFLOW_URL": url, "MEMFLOW_API_KEY": created.raw}
         end_to_end = []
         for n, text in enumerate(texts[:cli_runs]):
@@ -651,6 +672,7 @@ def bench_hooks(
         "bench": "hooks",
         "size": Memory.objects.filter(workspace=workspace, valid_to__isnull=True).count(),
         "user_prompt_server_side": _summary(server_side),
+        "user_prompt_over_http": _summary(over_http),
         "memflow_hook_end_to_end": _summary(end_to_end),
         "serve_cold_start_to_first_hook_ms": round(cold_start, 0) if cold_start else None,
         "real_vectors": real_vectors if real_vectors is not None else "all",

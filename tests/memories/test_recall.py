@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from django.db import connection
+
 from memories import lexical, selectors, services
 from memories.selectors import LexicalHit, LexicalResult
 from memories.services import RememberInput
@@ -108,3 +111,52 @@ def test_an_entry_first_in_both_arms_is_first(acme):
         cosines={7: 0.9, 8: 0.8},
     )
     assert fusion.candidates[0].id == 7
+
+
+def test_bm25_is_the_same_inline_and_as_a_per_candidate_aggregate(acme, monkeypatch):
+    texts = [
+        "deploy the billing service with make deploy-billing after the migration",
+        "the billing migration needs the billing_v2 schema and a maintenance window",
+        "rollback: make rollback-billing restores the previous billing release",
+        "nothing about money here, only the deploy calendar",
+    ]
+    ids = [remember(acme, t).pk for t in texts]
+    query = lexical.parse_query("billing migration deploy window")
+    stats = selectors.lexical_stats(workspace=acme, terms=query.terms)
+
+    def ranking() -> list[tuple[int, float, float]]:
+        result = selectors.lexical_arm(
+            workspace=acme, query=query, filters=selectors.MemoryFilters(), stats=stats
+        )
+        return [(h.id, round(h.bm25, 9), round(h.matched_idf, 9)) for h in result.hits]
+
+    inline = ranking()
+    monkeypatch.setattr(selectors, "BM25_INLINE_TERMS", 0)
+    assert ranking() == inline
+    # Okapi BM25 by hand for the second text, which holds three of the terms.
+    tf, length = lexical.term_frequencies(texts[1])
+    norm = lexical.K1 * (1 - lexical.B + lexical.B * length / stats.avg_length)
+    expected = sum(
+        lexical.idf(stats.df[t], stats.docs) * tf[t] * (lexical.K1 + 1) / (tf[t] + norm)
+        for t in query.terms
+        if t in tf
+    )
+    assert dict((i, b) for i, b, _ in inline)[ids[1]] == round(expected, 9)
+    assert ids[3] in {i for i, _, _ in inline}  # "deploy" alone still counts
+
+
+def test_a_long_texts_term_map_stays_in_its_row(acme):
+    if connection.pg_version < 170000:
+        pytest.skip("pg_column_toast_chunk_id needs Postgres 17")
+    words = " ".join(f"component{n} handles stage{n} of the pipeline" for n in range(120))
+    memory = remember(acme, f"Pipeline map: {words}")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_toast_chunk_id(lex) IS NULL, pg_column_toast_chunk_id(embedding)"
+            " IS NOT NULL FROM memories_memory WHERE id = %s",
+            [memory.pk],
+        )
+        lex_inline, embedding_out = cursor.fetchone()
+    # The embedding and the text move out of the row; the term map the
+    # lexical arm reads for every candidate does not.
+    assert lex_inline and embedding_out

@@ -1,0 +1,70 @@
+"""`memflow serve` keeps its database connections: a hook does not start a
+Postgres backend of its own (a backend start and its cold catalog caches were
+~50 ms of every `user-prompt`), and a burst of hooks never opens more
+connections than the web processes' pools hold."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from django.db import connection
+
+from tests.reliability.conftest import WEB_WORKERS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+POOL_MAX = 8 + 4  # MEMFLOW_WEB_THREADS's default and the MCP tools' share (see `serve`)
+
+
+def sessions_started() -> int:
+    """How many sessions this database has had (its statistics, flushed after a second)."""
+    time.sleep(1.5)  # backends report their statistics at most once a second
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return int(cursor.fetchone()[0])
+
+
+def server_backends() -> set[int]:
+    """The client backends of this database other than the test's own."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        )
+        return {int(pid) for (pid,) in cursor.fetchall()}
+
+
+def test_hooks_reuse_the_servers_connections(live, acme, bob, make_key):
+    client = httpx.Client(
+        base_url=live.url, headers={"Authorization": f"Bearer {make_key(bob)}"}, timeout=60
+    )
+
+    def prompt(n: int) -> int:
+        answer = client.post(
+            "/api/v1/hooks/user-prompt",
+            json={
+                "session_id": f"pool-{n % 3}",
+                "workspace": "acme",
+                "prompt": f"Where did we leave the launch checklist, take {n}?",
+            },
+        )
+        return answer.status_code
+
+    for n in range(2 * WEB_WORKERS):  # every web process has opened its pool
+        assert prompt(n) == 200
+    before = sessions_started()
+    assert [prompt(n) for n in range(20)] == [200] * 20
+    # Twenty hooks one after another: served on the connections already open
+    # (without a pool it was a session, and a backend start, each).
+    after = sessions_started()
+    assert after - before <= 2
+
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        statuses = list(pool.map(prompt, range(48)))
+    assert statuses == [200] * 48
+    # A burst opens connections up to the pools' size, never one per request.
+    assert len(server_backends()) <= WEB_WORKERS * POOL_MAX
