@@ -432,47 +432,6 @@ def _phrase_pattern(text: str) -> str | None:
     return r"\m" + r"\W+".join(re.escape(w) for w in words) + r"\M"
 
 
-# Up to this many query terms (those some entry holds), BM25 is one inline
-# expression per term over the candidate's term frequencies, each read once
-# from its term map: a lateral subquery that OFFSET 0 keeps from being
-# inlined, so each `lex ->> term` runs once rather than three times. Above it
-# (a long prompt), a per-candidate aggregate over the query's terms, which
-# costs a function scan per candidate but needs no column per term.
-BM25_INLINE_TERMS = 48
-
-
-def _bm25_lateral(*, idfs: dict[str, float], stats: LexicalStats, params: dict[str, Any]) -> str:
-    """A LATERAL subquery giving `bm25` and `matched_idf` of row `m` (NULL: it holds no term).
-
-    Only terms some entry holds can match; `params` gets the values it binds.
-    """
-    known = [t for t in idfs if stats.df.get(t, 0) > 0]
-    params.update(avgdl=stats.avg_length, k1=lexical.K1, b=lexical.B)
-    norm = "%(k1)s * (1 - %(b)s + %(b)s * m.lex_len / %(avgdl)s)"
-    if len(known) <= BM25_INLINE_TERMS:
-        reads, parts, matched = [], [], []
-        for n, term in enumerate(known):
-            params[f"lt{n}"] = term
-            params[f"li{n}"] = idfs[term]
-            reads.append(f"(m.lex ->> %(lt{n})s)::float8 AS f{n}")
-            parts.append(f"COALESCE(%(li{n})s * t.f{n} * (%(k1)s + 1) / (t.f{n} + t.k), 0)")
-            matched.append(f"CASE WHEN t.f{n} IS NULL THEN 0 ELSE %(li{n})s END")
-        return f"""CROSS JOIN LATERAL (
-                SELECT NULLIF({" + ".join(parts) or "0"}, 0) AS bm25,
-                       {" + ".join(matched) or "0"} AS matched_idf
-                FROM (SELECT {", ".join(reads) + ", " if reads else ""}{norm} AS k OFFSET 0) t
-            ) s"""
-    params["terms"] = known
-    params["idfs"] = [idfs[t] for t in known]
-    return f"""CROSS JOIN LATERAL (
-                SELECT SUM(q.idf * (t.tf * (%(k1)s + 1)) / (t.tf + {norm})) AS bm25,
-                       SUM(q.idf) AS matched_idf
-                FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
-                CROSS JOIN LATERAL (SELECT (m.lex ->> q.term)::float8 AS tf) t
-                WHERE t.tf IS NOT NULL
-            ) s"""
-
-
 def lexical_arm(
     *,
     workspace: Workspace,
@@ -497,15 +456,20 @@ def lexical_arm(
     if stats is None:
         stats = lexical_stats(workspace=workspace, terms=query.terms)
     known = [t for t in query.terms if stats.df.get(t, 0) > 0]
-    if not known:  # no entry holds a query term: none has a BM25
+    if not known and not also_ids:
         return LexicalResult(hits=[], total_idf=0.0)
     idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) for t in query.terms}
     patterns = _exact_case_patterns(query.identifiers)
     phrase = _phrase_pattern(text)
     params: dict[str, Any] = {
         "ws": workspace.pk,
+        "terms": list(idfs),
+        "idfs": list(idfs.values()),
         "selected": _rare_terms(known, stats.df),
         "also": list(also_ids),
+        "avgdl": stats.avg_length,
+        "k1": lexical.K1,
+        "b": lexical.B,
         "patterns": patterns or [""],
         "has_patterns": bool(patterns),
         "n": limit,
@@ -522,15 +486,24 @@ def lexical_arm(
         if vector is not None
         else "NULL::float8"
     )
-    bm25 = _bm25_lateral(idfs=idfs, stats=stats, params=params)
     # Raw SQL: BM25 over a jsonb term map has no ORM spelling. Uses index:
-    # memory_lex_gin (lex ?| selected terms). The exact-case regexes and the
-    # cosine run on the `limit` winners only, not on every candidate.
+    # memory_lex_gin (lex ?| selected terms). Each candidate's term map is
+    # read once, by a per-row aggregate (a join to the query terms would
+    # drag every row through a sort); the exact-case regexes and the
+    # cosine then run on the `limit` winners only, not on every candidate.
     sql = f"""
         WITH scored AS (
             SELECT m.id, s.bm25, s.matched_idf
             FROM memories_memory m
-            {bm25}
+            CROSS JOIN LATERAL (
+                SELECT SUM(q.idf * (t.tf * (%(k1)s + 1))
+                           / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * m.lex_len / %(avgdl)s)))
+                           AS bm25,
+                       SUM(q.idf) AS matched_idf
+                FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
+                CROSS JOIN LATERAL (SELECT (m.lex ->> q.term)::float8 AS tf) t
+                WHERE t.tf IS NOT NULL
+            ) s
             WHERE m.workspace_id = %(ws)s
               AND (m.lex ?| %(selected)s::text[] OR m.id = ANY(%(also)s::bigint[]))
               AND s.bm25 IS NOT NULL {where}
@@ -819,44 +792,27 @@ def memory_recall(
         )
 
     top = fusion.candidates[: max(k * 3, k)]
-    # Retention reorders the best k*3; only the k that stay are read whole
-    # (the vectors and term maps stay in the database: the caller needs text).
-    # Raw SQL: a values read of 30 rows through the ORM cost ~1 ms of compiling.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, last_accessed, access_count, source FROM memories_memory"
-            " WHERE id = ANY(%s::bigint[])",
-            [[s.id for s in top]],
-        )
-        facts = {int(r[0]): r[1:] for r in cursor.fetchall()}
+    # The vectors and term maps stay in the database: the caller needs text.
+    rows = Memory.objects.defer("embedding", "embedding_next", "lex").in_bulk([s.id for s in top])
     tau = float(memory_setting(workspace, "decay_tau_days"))
-    ranked = []
+    hits = []
     for s in top:
-        if s.id not in facts:
+        memory = rows.get(s.id)
+        if memory is None:
             continue
-        last_accessed, access_count, source = facts[s.id]
         r = retention(
-            last_accessed=last_accessed,
-            access_count=access_count,
-            source=source,
+            last_accessed=memory.last_accessed,
+            access_count=memory.access_count,
+            source=memory.source,
             now=now,
             base_tau_days=tau,
         )
         # Retention weighs, it does not dominate: a faded but exact answer
         # still beats a fresh irrelevant one.
         weighted = s.score * (0.8 + 0.2 * r) if arms == "hybrid" else s.score
-        ranked.append((weighted, r, s))
-    ranked.sort(key=lambda x: (-x[0], -x[2].id))
-    ranked = ranked[:k]
-    rows = Memory.objects.defer("embedding", "embedding_next", "lex").in_bulk(
-        [s.id for _, _, s in ranked]
-    )
-    hits = [
-        Hit(memory=rows[s.id], score=weighted, retention=r, cosine=s.cosine, bm25=s.bm25)
-        for weighted, r, s in ranked
-        if s.id in rows
-    ]
-    return RecallResult(hits=hits, fusion=fusion)
+        hits.append(Hit(memory=memory, score=weighted, retention=r, cosine=s.cosine, bm25=s.bm25))
+    hits.sort(key=lambda h: (-h.score, -(h.memory.pk or 0)))
+    return RecallResult(hits=hits[:k], fusion=fusion)
 
 
 # --- states ---------------------------------------------------------------------

@@ -624,9 +624,7 @@ def bench_hooks(
         over_http = []
         show = progress_printer("hooks over HTTP")
         started = time.monotonic()
-        with httpx.Client(
-            timeout=60, headers={"Authorization": f"Bearer {created.raw}"}
-        ) as client:
+        with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {created.raw}"}) as client:
             for n, text in enumerate(texts):
                 t1 = time.perf_counter()
                 client.post(
