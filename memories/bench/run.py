@@ -6,6 +6,7 @@ quotes) and reports progress on stderr as it goes.
 
 from __future__ import annotations
 
+import logging
 import platform
 import statistics
 import sys
@@ -551,6 +552,8 @@ def bench_hooks(
     import httpx
 
     from contexts import services as context_services
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     from contexts.hooks.pipeline import hook_handle
 
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(prompts // 2, 1))
