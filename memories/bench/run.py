@@ -373,6 +373,7 @@ def bench_recall(*, size: int, queries: int, real_vectors: int | None = None) ->
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(queries // 4, 1))
     workspace, counts, _ = ensure_loaded(corpus, f"bench-{size}", real_vectors=real_vectors)
     embedder = selectors.embedder_for(workspace)
+    embedder.warm()  # the single-text path (ONNX Runtime) ready before anything is timed
     model = embedder.model_id
     texts = [q.query for q in corpus.queries][:queries]
     cache = vector_cache(embedder, "query")
@@ -563,7 +564,7 @@ def bench_hooks(
         user=user, workspace=workspace, scope="write", name="bench-hooks"
     )
     texts = [q.query for q in corpus.queries if q.kind in ("paraphrase", "fragment")][:prompts]
-    get_embedder()
+    get_embedder().warm()  # as `memflow serve` warms it
     for n, text in enumerate(texts[:5]):  # warm up
         hook_handle(
             event="user-prompt",
