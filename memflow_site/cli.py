@@ -484,7 +484,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     results = []
     if what in ("quality", "all"):
         result = run.bench_quality(
-            size=args.size or 20000, queries_per_kind=args.queries // 4 or 50, lang=args.lang
+            size=args.size or 20000,
+            queries_per_kind=args.queries // 4 or 50,
+            lang=args.lang,
+            real_vectors=args.real_vectors,
         )
         say(run.format_quality(result))
         results.append(result)

@@ -107,7 +107,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.dimension = dimension
         self.model = model
         self.covers_cjk = _tokenizer_covers_cjk(model)
-        # One text (a query, a captured prompt) through ONNX Runtime once it is ready.
+        # One text (a query, a captured prompt) through ONNX Runtime once warmed.
         self.fast = (
             onnx_path.OnnxPath(model, path)
             if onnx_path.enabled() and onnx_path.supported(model)

