@@ -41,8 +41,10 @@ DENSE_CANDIDATES = 50
 LEXICAL_CANDIDATES = 50
 # The lexical arm scores only documents containing one of the query's rarer
 # terms, chosen until their document frequencies add up to this: it bounds
-# the work of a query full of common words.
-LEXICAL_POSTINGS_BUDGET = 1000
+# the work of a query full of common words. At 100,000 memories 500 gave the
+# same recall@k as 1,000 (the dense arm's hits are scored as well) and cut
+# the arm from 10.4 / 21.3 to 7.7 / 13.6 ms (p50 / p95).
+LEXICAL_POSTINGS_BUDGET = 500
 
 
 def _vector_literal(vector: np.ndarray | Sequence[float]) -> str:
