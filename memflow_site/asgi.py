@@ -16,16 +16,14 @@ from __future__ import annotations
 import os
 
 from a2wsgi import WSGIMiddleware
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memflow_site.settings")
 
-from memflow_site.env import env_int
-
-WEB_THREADS = env_int("MEMFLOW_WEB_THREADS", 8, minimum=1)
 # django-stubs types WSGIHandler.__call__ as returning HttpResponseBase, which
 # is the iterable of bytes a WSGI server wants.
-django_application = WSGIMiddleware(get_wsgi_application(), workers=WEB_THREADS)  # type: ignore[arg-type]
+django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.MEMFLOW_WEB_THREADS)  # type: ignore[arg-type]
 
 # Imported once Django is set up: the MCP tools import models.
 from memflow_site.mcp import McpEndpoint  # noqa: E402

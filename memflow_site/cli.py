@@ -19,8 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memflow_site.env import env_int
-
 
 class CommandError(Exception):
     """A plain sentence for the person at the terminal; exit status 1."""
@@ -179,7 +177,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # The web processes keep a pool of connections (see settings): one per
     # request thread, and a few for the MCP tools' threads.
     web_env = dict(env)
-    web_env.setdefault("MEMFLOW_DB_POOL", str(env_int("MEMFLOW_WEB_THREADS", 8, minimum=1) + 4))
+    web_env.setdefault(
+        "MEMFLOW_DB_POOL", str(settings.MEMFLOW_WEB_THREADS + settings.WEB_POOL_SPARE)
+    )
     children: dict[str, subprocess.Popen[bytes]] = {
         "web": subprocess.Popen(
             [

@@ -105,6 +105,10 @@ else:
 # ASGI, where the MCP tools run sync code in threads that are never reused
 # (Django's docs: no persistent connections under ASGI).
 MEMFLOW_DB_POOL = env_int("MEMFLOW_DB_POOL", 0, minimum=0)
+# Threads per web process that run Django (asgi.py); `memflow serve` pools one
+# connection for each and WEB_POOL_SPARE for the MCP tools' threads.
+MEMFLOW_WEB_THREADS = env_int("MEMFLOW_WEB_THREADS", 8, minimum=1)
+WEB_POOL_SPARE = 4
 if MEMFLOW_DB_POOL:
     _database["OPTIONS"] = {
         **_database.get("OPTIONS", {}),

@@ -10,13 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from tests.reliability.conftest import WEB_WORKERS
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-POOL_MAX = 8 + 4  # MEMFLOW_WEB_THREADS's default and the MCP tools' share (see `serve`)
 
 
 def sessions_started() -> int:
@@ -67,4 +66,5 @@ def test_hooks_reuse_the_servers_connections(live, acme, bob, make_key):
         statuses = list(pool.map(prompt, range(48)))
     assert statuses == [200] * 48
     # A burst opens connections up to the pools' size, never one per request.
-    assert len(server_backends()) <= WEB_WORKERS * POOL_MAX
+    pool_max = settings.MEMFLOW_WEB_THREADS + settings.WEB_POOL_SPARE  # what `serve` sets
+    assert len(server_backends()) <= WEB_WORKERS * pool_max
