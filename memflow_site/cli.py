@@ -177,9 +177,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # The web processes keep a pool of connections (see settings): one per
     # request thread, and a few for the MCP tools' threads.
     web_env = dict(env)
-    web_env.setdefault(
-        "MEMFLOW_DB_POOL", str(settings.MEMFLOW_WEB_THREADS + settings.WEB_POOL_SPARE)
-    )
+    web_env.setdefault("MEMFLOW_DB_POOL", "serve")
     children: dict[str, subprocess.Popen[bytes]] = {
         "web": subprocess.Popen(
             [
@@ -476,6 +474,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps(bench_projection(), indent=2, default=str), flush=True)
         return 0
 
+    # The benches time what `memflow serve` runs, its pool of connections included.
+    os.environ.setdefault("MEMFLOW_DB_POOL", "serve")
     setup_django()
     migrate(verbosity=0)
     from memories.bench import run

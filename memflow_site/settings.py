@@ -104,11 +104,18 @@ else:
 # Without a pool a connection lives CONN_MAX_AGE seconds; keep that 0 under
 # ASGI, where the MCP tools run sync code in threads that are never reused
 # (Django's docs: no persistent connections under ASGI).
-MEMFLOW_DB_POOL = env_int("MEMFLOW_DB_POOL", 0, minimum=0)
 # Threads per web process that run Django (asgi.py); `memflow serve` pools one
-# connection for each and WEB_POOL_SPARE for the MCP tools' threads.
+# connection for each and WEB_POOL_SPARE for the MCP tools' threads and for
+# recall's second arm (memories.selectors.beside), which takes a connection
+# only when one is free.
 MEMFLOW_WEB_THREADS = env_int("MEMFLOW_WEB_THREADS", 8, minimum=1)
 WEB_POOL_SPARE = 4
+# `serve` (what `memflow serve` and the benches set): the size serve's web processes use.
+MEMFLOW_DB_POOL = (
+    MEMFLOW_WEB_THREADS + WEB_POOL_SPARE
+    if env_str("MEMFLOW_DB_POOL") == "serve"
+    else env_int("MEMFLOW_DB_POOL", 0, minimum=0)
+)
 if MEMFLOW_DB_POOL:
     _database["OPTIONS"] = {
         **_database.get("OPTIONS", {}),
