@@ -92,8 +92,9 @@ def _rows(
 # psycopg's own (compiled) timestamptz loader. Django's, which its connections
 # carry, is written in Python: at ~10 µs a value it was ~1 ms of each recall.
 # Both give aware datetimes in the session's time zone (UTC: Django sets it).
-_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(
-    psycopg.adapters.types["timestamptz"].oid, psycopg.pq.Format.TEXT
+_TIMESTAMPTZ_LOADER = cast(
+    "type[psycopg.adapt.Loader]",
+    psycopg.adapters.get_loader(psycopg.adapters.types["timestamptz"].oid, psycopg.pq.Format.TEXT),
 )
 
 

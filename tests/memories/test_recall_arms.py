@@ -27,7 +27,7 @@ def pooled() -> Iterator[None]:
         yield
     finally:
         connection.close()
-        connection.close_pool()
+        connection.close_pool()  # type: ignore[attr-defined]  # the postgresql backend's
         del options["pool"]
 
 
@@ -53,7 +53,7 @@ def test_no_pool_no_second_connection():
 
 
 def test_a_busy_pool_runs_the_arms_one_after_the_other(pooled):
-    pool = connection.pool
+    pool = connection.pool  # type: ignore[attr-defined]
     pid_here()  # this connection is checked out
     pool.wait()
     taken = [pool.getconn() for _ in range(2)]  # the rest of the pool, max_size 3
@@ -70,7 +70,8 @@ def test_a_failing_side_statement_raises_here_and_returns_its_connection(pooled)
 
     with pytest.raises(ProgrammingError):
         selectors.beside(pid_here, "SELECT no_such_column FROM memories_memory", {})
-    assert connection.pool.get_stats()["pool_available"] >= 1
+    stats = connection.pool.get_stats()  # type: ignore[attr-defined]
+    assert stats["pool_available"] >= 1
     assert pid_here() > 0  # this connection is still usable
 
 
