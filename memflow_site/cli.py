@@ -175,7 +175,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     env = dict(os.environ, MEMFLOW_DATA_DIR=str(directory))
     # The web processes keep a pool of connections (see settings): one per
-    # request thread, and a few for the MCP tools' threads.
+    # request thread, and a few for the MCP tools' threads and recall's second arm.
     web_env = dict(env)
     web_env.setdefault("MEMFLOW_DB_POOL", "serve")
     children: dict[str, subprocess.Popen[bytes]] = {

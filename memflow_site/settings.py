@@ -97,22 +97,23 @@ else:
         "PORT": "",
         "OPTIONS": {},
     }
-# A pool of open connections (psycopg_pool, through Django's own support)
-# when MEMFLOW_DB_POOL is its largest size: `memflow serve` turns it on for its
-# web processes, where opening a connection per request cost a backend start
-# and cold catalog caches on every hook (~50 ms of a user-prompt here).
-# Without a pool a connection lives CONN_MAX_AGE seconds; keep that 0 under
-# ASGI, where the MCP tools run sync code in threads that are never reused
-# (Django's docs: no persistent connections under ASGI).
 # Threads per web process that run Django (asgi.py); `memflow serve` pools one
 # connection for each and WEB_POOL_SPARE for the MCP tools' threads and for
 # recall's second arm (memories.selectors.beside), which takes a connection
 # only when one is free.
 MEMFLOW_WEB_THREADS = env_int("MEMFLOW_WEB_THREADS", 8, minimum=1)
 WEB_POOL_SPARE = 4
-# `serve` (what `memflow serve` and the benches set): the size serve's web processes use.
+SERVE_DB_POOL = MEMFLOW_WEB_THREADS + WEB_POOL_SPARE
+# A pool of open connections (psycopg_pool, through Django's own support)
+# when MEMFLOW_DB_POOL is its largest size, or `serve` for SERVE_DB_POOL:
+# `memflow serve` sets that for its web processes, where opening a connection
+# per request cost a backend start and cold catalog caches on every hook
+# (~50 ms of a user-prompt here), and `memflow bench` for itself.
+# Without a pool a connection lives CONN_MAX_AGE seconds; keep that 0 under
+# ASGI, where the MCP tools run sync code in threads that are never reused
+# (Django's docs: no persistent connections under ASGI).
 MEMFLOW_DB_POOL = (
-    MEMFLOW_WEB_THREADS + WEB_POOL_SPARE
+    SERVE_DB_POOL
     if env_str("MEMFLOW_DB_POOL") == "serve"
     else env_int("MEMFLOW_DB_POOL", 0, minimum=0)
 )

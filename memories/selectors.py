@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -402,7 +403,7 @@ class DenseHit:
     id: int
     cosine: float
     seen: Seen
-    # The entry's lexical features, when the query had terms (see _lexical_features).
+    # The entry's BM25 and match features, when it holds a query term (see dense_hits).
     lexical: LexicalHit | None = None
 
 
@@ -629,7 +630,6 @@ class LexicalFeatures:
     """A query's lexical side, as parameters of the statements that score it."""
 
     params: dict[str, Any]
-    idfs: dict[str, float]
     selected: list[str]  # the rare terms whose postings are the candidates
     total_idf: float
 
@@ -658,7 +658,6 @@ class LexicalFeatures:
         }
         return cls(
             params=params,
-            idfs=idfs,
             selected=_rare_terms(known, stats.df) if known else [],
             total_idf=_query_idf_mass(idfs, stats.df),
         )
@@ -953,6 +952,15 @@ def _merge_lexical(
 _HIT_FIELDS = [
     f for f in Memory._meta.concrete_fields if f.name not in ("embedding", "embedding_next", "lex")
 ]
+_HIT_SQL = (
+    f"SELECT {', '.join(f'm.{f.column}' for f in _HIT_FIELDS)}"
+    " FROM memories_memory m WHERE m.id = ANY(%(ids)s::bigint[])"
+)
+_HIT_NAMES = [f.attname for f in _HIT_FIELDS]
+# Django's connections hand jsonb over as text; the field decodes it.
+_HIT_JSON = [
+    (n, cast("JSONField[Any]", f)) for n, f in enumerate(_HIT_FIELDS) if isinstance(f, JSONField)
+]
 
 
 def _load_hits(ids: Sequence[int]) -> dict[int, Memory]:
@@ -961,20 +969,12 @@ def _load_hits(ids: Sequence[int]) -> dict[int, Memory]:
     Raw SQL through _rows rather than `in_bulk`: building the ORM statement
     cost more than running it.
     """
-    columns = ", ".join(f"m.{f.column}" for f in _HIT_FIELDS)
-    rows = _rows(
-        f"SELECT {columns} FROM memories_memory m WHERE m.id = ANY(%(ids)s::bigint[])",
-        {"ids": list(ids)},
-    )
-    names = [f.attname for f in _HIT_FIELDS]
-    json_at = [n for n, f in enumerate(_HIT_FIELDS) if isinstance(f, JSONField)]
     loaded = {}
-    for row in rows:
+    for row in _rows(_HIT_SQL, {"ids": list(ids)}):
         values = list(row)
-        for n in json_at:
-            field = cast("JSONField[Any]", _HIT_FIELDS[n])
-            values[n] = field.from_db_value(values[n], field.cached_col, connection)
-        memory = Memory.from_db(connection.alias, names, values)
+        for n, json_field in _HIT_JSON:
+            values[n] = json_field.from_db_value(values[n], json_field.cached_col, connection)
+        memory = Memory.from_db(connection.alias, _HIT_NAMES, values)
         loaded[memory.pk] = memory
     return loaded
 
@@ -1034,19 +1034,16 @@ def memory_recall(
     rows: list[tuple[Any, ...]] = []
     if arms in ("hybrid", "dense"):
         assert query_vector is not None and vector_model is not None
-        vector_sql = query_vector
-
-        def nearest() -> list[DenseHit]:
-            return dense_hits(
-                workspace=workspace,
-                vector=vector_sql,
-                filters=filters,
-                size=stats.docs,
-                model_id=vector_model,
-                swapping=stats.swapping,
-                features=features if arms == "hybrid" else None,
-            )
-
+        nearest = partial(
+            dense_hits,
+            workspace=workspace,
+            vector=query_vector,
+            filters=filters,
+            size=stats.docs,
+            model_id=vector_model,
+            swapping=stats.swapping,
+            features=features if arms == "hybrid" else None,
+        )
         if statement is None:
             dense = nearest()
         else:

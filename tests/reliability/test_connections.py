@@ -66,5 +66,4 @@ def test_hooks_reuse_the_servers_connections(live, acme, bob, make_key):
         statuses = list(pool.map(prompt, range(48)))
     assert statuses == [200] * 48
     # A burst opens connections up to the pools' size, never one per request.
-    pool_max = settings.MEMFLOW_WEB_THREADS + settings.WEB_POOL_SPARE  # what `serve` sets
-    assert len(server_backends()) <= WEB_WORKERS * pool_max
+    assert len(server_backends()) <= WEB_WORKERS * settings.SERVE_DB_POOL  # what `serve` sets
