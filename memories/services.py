@@ -322,6 +322,8 @@ class _Folder:
                     nearest=known[id(p)],
                     model_id=self.model_id,
                     limit=DEDUPE_NEIGHBOURS,
+                    # An exact repeat is found by its hash; below the gate nothing folds.
+                    min_cosine=self.gate,
                 )
                 for p in plain
             ]

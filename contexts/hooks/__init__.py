@@ -1,8 +1,9 @@
 """The hook pipeline: what an agent harness's hooks are answered with.
 
-`registry` holds the providers (they add a block to what the model sees)
-and observers (they react to an event) that apps register in their
-`AppConfig.ready()`; `pipeline` runs them for one hook call. The pipeline
+`registry` holds the starters (they begin slow work, such as embedding the
+prompt, before the session is recorded), the providers (they add a block to
+what the model sees) and the observers (they react to an event) that apps
+register in their `AppConfig.ready()`; `pipeline` runs them for one hook call. The pipeline
 itself never changes when a capability is added: adding one is adding a
 provider.
 """
@@ -17,6 +18,7 @@ from contexts.hooks.registry import (
     register_injection_observer,
     register_observer,
     register_provider,
+    register_starter,
 )
 
 __all__ = [
@@ -27,4 +29,5 @@ __all__ = [
     "register_injection_observer",
     "register_observer",
     "register_provider",
+    "register_starter",
 ]

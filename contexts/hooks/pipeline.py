@@ -1,8 +1,9 @@
 """One hook call, start to finish.
 
-resolve workspace → session (created on first sight) → append the event to
-the session's log → classify the prompt → observers → providers → render →
-injection observers (the ledger) → record what was injected.
+resolve workspace → classify the prompt → starters (slow work begins on a
+side thread) → session (created on first sight) → append the event to the
+session's log → observers → providers → render → injection observers (the
+ledger) → record what was injected.
 
 A provider or observer that fails is logged and skipped: a hook must never
 break an agent's turn because one capability misbehaved.
@@ -18,7 +19,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -32,6 +32,7 @@ from contexts.hooks.registry import (
     injection_observers,
     observers_for,
     providers_for,
+    starters_for,
 )
 from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
 from contexts.selectors import Access, workspace_access
@@ -222,21 +223,24 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
     workspace = resolve_workspace(payload=payload, user=user, api_key=api_key)
     app = _string(payload, "app") or ("claude-code" if "hook_event_name" in payload else "")
     now = timezone.now()
+    depth = delegation_depth(payload)
+    prompt, skipped_reason = classify_prompt(payload) if event == "user-prompt" else (None, "")
+    cache: dict[str, Any] = {}
+    if prompt is not None and depth == 0:
+        # E.g. the prompt's embedding, computed while the session is recorded.
+        for entry in starters_for(event):
+            _guarded(entry.name, entry.fn, workspace, prompt, cache)
     with transaction.atomic():
-        session, created = AgentSession.objects.get_or_create(
+        new_session = AgentSession(
             workspace=workspace,
+            user=user,
             external_id=session_id[:200],
-            defaults={
-                "user": user,
-                "app": app[:64],
-                "cwd": _string(payload, "cwd"),
-                "device": _string(payload, "device")[:200],
-                "params": payload.get("env") if isinstance(payload.get("env"), dict) else {},
-            },
+            app=app[:64],
+            cwd=_string(payload, "cwd"),
+            device=_string(payload, "device")[:200],
+            params=payload.get("env") if isinstance(payload.get("env"), dict) else {},
         )
-        if event == "user-prompt":
-            AgentSession.objects.filter(pk=session.pk).update(turns=F("turns") + 1)
-            session.refresh_from_db(fields=["turns"])
+        session, created = _session_turn(new_session, turn=event == "user-prompt")
         SessionEvent.objects.create(
             session=session,
             kind=event,
@@ -255,13 +259,14 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
         payload=payload,
         app=app or session.app,
         api_key=api_key,
-        delegation_depth=delegation_depth(payload),
+        prompt=prompt,
+        skipped_reason=skipped_reason,
+        delegation_depth=depth,
         session_is_new=created,
         muted=is_muted(workspace, user, now),
         constant=event == "session-start" or bool((payload.get("memflow") or {}).get("constant")),
+        cache=cache,
     )
-    if event == "user-prompt":
-        ctx.prompt, ctx.skipped_reason = classify_prompt(payload)
 
     for entry in observers_for(event):
         _guarded(entry.name, entry.fn, ctx)
@@ -283,6 +288,40 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
         if blocks:
             _record_injection(session, event, blocks)
     return outcome
+
+
+def _session_turn(new: AgentSession, *, turn: bool) -> tuple[AgentSession, bool]:
+    """The session `new` names (created as `new` on first sight), and whether it was created.
+
+    With `turn` (a user prompt), its turn count goes up by one in the same
+    statement: an upsert that returns the row, where getting, counting and
+    reading the count back were three round trips on every prompt.
+    """
+    if not turn:
+        return AgentSession.objects.get_or_create(
+            workspace=new.workspace,
+            external_id=new.external_id,
+            defaults={f: getattr(new, f) for f in ("user", "app", "cwd", "device", "params")},
+        )
+    # Raw SQL: an upsert that returns the whole row (and whether it was
+    # inserted) has no ORM spelling.
+    fields = [f for f in AgentSession._meta.concrete_fields if not f.primary_key]
+    values = [f.get_db_prep_save(f.pre_save(new, add=True), connection) for f in fields]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    returned = ", ".join(
+        connection.ops.quote_name(f.column) for f in AgentSession._meta.concrete_fields
+    )
+    table = connection.ops.quote_name(AgentSession._meta.db_table)
+    sql = f"""
+        INSERT INTO {table} ({columns}) VALUES ({", ".join(["%s"] * len(fields))})
+        ON CONFLICT (workspace_id, external_id)
+        DO UPDATE SET turns = {table}.turns + 1
+        RETURNING {returned}, (xmax = 0) AS inserted
+    """
+    turns = next(i for i, f in enumerate(fields) if f.name == "turns")
+    values[turns] = 1
+    session = next(iter(AgentSession.objects.raw(sql, values)))
+    return session, bool(session.__dict__.pop("inserted"))
 
 
 def _record_injection(session: AgentSession, event: str, blocks: list[Block]) -> None:

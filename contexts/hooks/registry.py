@@ -79,6 +79,9 @@ class HookContext:
         return default if value is None else value
 
 
+# (workspace, prompt, cache): begin work that providers will need, before the
+# session's bookkeeping, leaving it in what becomes `HookContext.cache`.
+StarterFn = Callable[["Workspace", str, dict[str, Any]], None]
 ProviderFn = Callable[[HookContext], Block | Iterable[Block] | None]
 ObserverFn = Callable[[HookContext], None]
 InjectionObserverFn = Callable[[HookContext, list[Block]], None]
@@ -91,6 +94,7 @@ class _Entry:
     fn: Callable[..., Any]
 
 
+_starters: dict[str, _Entry] = {}
 _providers: dict[str, _Entry] = {}
 _observers: dict[str, _Entry] = {}
 _injection_observers: dict[str, _Entry] = {}
@@ -102,6 +106,16 @@ def _events(events: Iterable[str]) -> frozenset[str]:
     if unknown:
         raise ValueError(f"unknown hook events {sorted(unknown)}")
     return chosen
+
+
+def register_starter(name: str, *, events: Iterable[str], fn: StarterFn) -> None:
+    """Start work early: called with the prompt the user typed, before anything is recorded.
+
+    Only for a prompt that is kept (see `pipeline.classify_prompt`) of a
+    top-level agent, i.e. one that is captured. A starter should hand slow
+    work to a thread (`Embedder.encode_soon`) and return at once.
+    """
+    _starters[name] = _Entry(name=name, events=_events(events), fn=fn)
 
 
 def register_provider(name: str, *, events: Iterable[str], fn: ProviderFn) -> None:
@@ -117,6 +131,10 @@ def register_observer(name: str, *, events: Iterable[str], fn: ObserverFn) -> No
 def register_injection_observer(name: str, *, fn: InjectionObserverFn) -> None:
     """React to what was injected (the usegate ledger)."""
     _injection_observers[name] = _Entry(name=name, events=frozenset(EVENTS), fn=fn)
+
+
+def starters_for(event: str) -> list[_Entry]:
+    return [entry for _, entry in sorted(_starters.items()) if event in entry.events]
 
 
 def providers_for(event: str) -> list[_Entry]:

@@ -161,13 +161,42 @@ def test_a_compaction_summary_becomes_a_checkpoint(acme, hook):
     )
     checkpoint = Memory.objects.get(workspace=acme, compartment="context")
     assert checkpoint.metadata["checkpoint"] == "compaction"
-    found = services.memory_remember  # noqa: F841  (recallable like any memory)
     from memories import selectors
 
-    assert (
+    assert (  # recallable like any memory
         selectors.memory_recall(workspace=acme, query="typer migration", k=1).hits[0].memory.pk
         == checkpoint.pk
     )
+
+
+def test_a_session_is_created_on_first_sight_and_counts_its_prompts(acme, hook):
+    hook("post-tool-use", tool_name="Bash", env={"DSH_CONTEXT_ROLE": "reviewer"}, app="dsh")
+    session = AgentSession.objects.get(workspace=acme, external_id="cc-1")
+    assert (session.turns, session.app, session.cwd) == (0, "dsh", "/home/bob/acme")
+    assert session.params == {"DSH_CONTEXT_ROLE": "reviewer"}
+    hook("user-prompt", prompt="what does the reviewer role check?", cwd="/elsewhere")
+    hook("user-prompt", prompt="and the deploy role?")
+    hook("stop", stop_hook_active=False)
+    session.refresh_from_db()
+    # Counted once per prompt; what the first sight recorded stays.
+    assert (session.turns, session.cwd, session.app) == (2, "/home/bob/acme", "dsh")
+    turns = (
+        SessionEvent.objects.filter(session=session)
+        .exclude(kind="injection")
+        .order_by("pk")
+        .values_list("kind", "turn")
+    )
+    assert list(turns) == [
+        ("post-tool-use", 1),
+        ("user-prompt", 1),
+        ("user-prompt", 2),
+        ("stop", 2),
+    ]
+    # A first sight on a prompt creates the session with its first turn.
+    hook("user-prompt", prompt="where do the role files live?", session_id="cc-2")
+    second = AgentSession.objects.get(workspace=acme, external_id="cc-2")
+    assert (second.turns, second.user, second.cwd) == (1, session.user, "/home/bob/acme")
+    assert AgentSession.objects.filter(workspace=acme).count() == 2
 
 
 def test_every_event_is_logged_and_unknown_fields_kept(acme, hook):
@@ -316,3 +345,56 @@ def test_mute_through_the_api_and_back(acme, bob, make_key, api, hook):
         client.post("/api/v1/workspaces/acme/mute/", {"minutes": -1}, format="json").status_code
         == 400
     )
+
+
+def test_starters_run_before_the_session_is_recorded_and_share_their_work(
+    acme, hook, monkeypatch
+):
+    """A starter sees only kept prompts of top-level agents; providers find what it left."""
+    from contexts.hooks import Block, registry
+
+    seen: list[tuple[str, int]] = []
+
+    def starter(workspace, prompt, cache):
+        # Nothing of this call is recorded yet: the session is still unknown here.
+        seen.append((prompt, SessionEvent.objects.filter(session__workspace=workspace).count()))
+        cache["test:shout"] = prompt.upper()
+
+    def provider(ctx):
+        return Block(name="test:shout", order=900, text=ctx.cache.get("test:shout", "none"))
+
+    monkeypatch.setitem(
+        registry._starters,
+        "test:starter",
+        registry._Entry("test:starter", frozenset(["user-prompt"]), starter),
+    )
+    monkeypatch.setitem(
+        registry._providers,
+        "test:shout",
+        registry._Entry("test:shout", frozenset(["user-prompt"]), provider),
+    )
+    answer = hook("user-prompt", prompt="where is the deploy script?")
+    assert answer["blocks"][-1]["text"] == "WHERE IS THE DEPLOY SCRIPT?"
+    skipped = hook("user-prompt", prompt="<system-reminder>be brief</system-reminder>")
+    assert skipped["blocks"][-1]["text"] == "none"
+    delegated = hook("user-prompt", prompt="check the tests", delegation_depth=1, session_id="s2")
+    assert delegated["blocks"][-1]["text"] == "none"
+    assert seen == [("where is the deploy script?", 0)]
+
+
+def test_a_failing_embedding_costs_the_recall_not_the_answer(acme, hook, monkeypatch):
+    from memories.embeddings import Embedder
+
+    services.memory_remember(
+        workspace=acme, item=RememberInput(text="The deploy script is scripts/ship.sh")
+    )
+
+    def broken(self, text, *, kind="passage"):
+        raise RuntimeError("the model is gone")
+
+    monkeypatch.setattr(Embedder, "encode_one", broken)  # on the starter's side thread too
+    answer = hook("user-prompt", prompt="where is the deploy script?")
+    assert not any(b["name"] == "memflow:recall" for b in answer["blocks"])
+    # The event is logged all the same; nothing half-stored.
+    assert SessionEvent.objects.filter(kind="user-prompt").count() == 1
+    assert not Memory.objects.filter(source="hook").exists()
