@@ -14,6 +14,7 @@ from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
+from django.db import transaction
 from django.utils import timezone
 
 from contexts.hooks import (
@@ -203,7 +204,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
     )
     if _embedder(ctx).symmetric:
         # The dense arm searched with the very vector the capture stores:
-        # its ranking is the capture's dedupe neighbourhood (see after_injection).
+        # its ranking is the capture's dedupe neighbourhood (see rehearse_and_capture).
         dense = sorted(
             (c for c in result.fusion.candidates if c.dense_rank is not None),
             key=lambda c: c.dense_rank or 0,
@@ -268,36 +269,44 @@ def store_compaction(ctx: HookContext) -> None:
     )
 
 
-def after_injection(ctx: HookContext, blocks: list[Block]) -> None:
-    """Ledger the injected ids, rehearse the recalled ones, then capture the prompt.
-
-    Capture comes last so that a prompt never recalls itself.
-    """
-    ids = [i for b in blocks for i in b.memory_ids]
+def ledger_injected(ctx: HookContext, blocks: list[Block]) -> None:
+    """Every id that went into the model's context, marked `injected` for this session."""
     services.ledger_record(
         workspace=ctx.workspace,
         session=ctx.session,
-        memory_ids=ids,
+        memory_ids=[i for b in blocks for i in b.memory_ids],
         kind=InjectionEvent.Kind.INJECTED,
     )
+
+
+def rehearse_and_capture(ctx: HookContext, blocks: list[Block]) -> None:
+    """The recalled entries were used, so they fade more slowly; then what the user typed is stored.
+
+    One transaction, which takes the workspace lock once: the capture may
+    strengthen an entry just rehearsed. An injection observer, so it runs
+    once the recall is over: a prompt never recalls itself.
+    """
     recalled = [
         i
         for b in blocks
         if b.name in ("memflow:recall", "memflow:index", "memflow:lessons")
         for i in b.memory_ids
     ]
-    services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
-    if ctx.event == "user-prompt" and ctx.prompt is not None and ctx.delegation_depth == 0:
-        nearest = ctx.cache.get(f"memories:nearest:{ctx.prompt}")
-        services.memory_remember_bulk(
-            workspace=ctx.workspace,
-            items=[services.RememberInput(text=ctx.prompt, source="hook", app=ctx.app)],
-            user=ctx.user,
-            session=ctx.session,
-            vectors=np.stack([_prompt_vector(ctx, ctx.prompt, "passage")]),
-            vectors_model=_embedder(ctx).model_id,
-            nearest=None if nearest is None else [nearest],
-        )
+    # A sub-agent's prompts are never captured.
+    prompt = ctx.prompt if ctx.event == "user-prompt" and ctx.delegation_depth == 0 else None
+    with transaction.atomic():
+        services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
+        if prompt is not None:
+            nearest = ctx.cache.get(f"memories:nearest:{prompt}")
+            services.memory_remember_bulk(
+                workspace=ctx.workspace,
+                items=[services.RememberInput(text=prompt, source="hook", app=ctx.app)],
+                user=ctx.user,
+                session=ctx.session,
+                vectors=np.stack([_prompt_vector(ctx, prompt, "passage")]),
+                vectors_model=_embedder(ctx).model_id,
+                nearest=None if nearest is None else [nearest],
+            )
 
 
 def register() -> None:
@@ -324,4 +333,7 @@ def register() -> None:
     register_provider("memories:restore", events=["session-start"], fn=restore_block)
     register_provider("memories:lessons", events=["user-prompt"], fn=lessons_block)
     register_provider("memories:recall", events=["user-prompt"], fn=recall_blocks)
-    register_injection_observer("memories:ledger-and-capture", fn=after_injection)
+    register_injection_observer("memories:ledger", fn=ledger_injected)
+    # Beside the ledger: its ~15-20 ms (the capture's index inserts) need
+    # nothing the ledger writes.
+    register_injection_observer("memories:capture", fn=rehearse_and_capture, beside=True)

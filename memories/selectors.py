@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass, field
@@ -371,12 +372,19 @@ SEARCH_SETTINGS = (
 )
 
 
+# The database connections that have them: a pooled connection keeps its
+# session settings from one checkout to the next, and Django announces every
+# checkout as a new connection (a round trip on every request otherwise).
+_configured: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 def search_settings_apply(*, sender: Any, connection: Any, **kwargs: Any) -> None:
     """`connection_created` receiver: the HNSW search settings for this connection."""
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or connection.connection in _configured:
         return
     with connection.cursor() as cursor:
         cursor.execute(SEARCH_SETTINGS)
+    _configured.add(connection.connection)
 
 
 @dataclass

@@ -4,11 +4,12 @@ workspace of her own and must never see theirs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from rest_framework.test import APIClient
 
 from contexts import services
@@ -83,3 +84,23 @@ def api() -> ClientMaker:
         return client
 
     return make
+
+
+@pytest.fixture
+def pooled(request: pytest.FixtureRequest) -> Iterator[None]:
+    """This test's connections drawn from a psycopg pool, as under `memflow serve`.
+
+    Of 3 connections unless parametrized indirectly with another size. For
+    tests marked `django_db(transaction=True)`: pooled connections see only
+    committed rows.
+    """
+    options = connection.settings_dict["OPTIONS"]
+    connection.close()
+    size = getattr(request, "param", 3)
+    options["pool"] = {"min_size": 2, "max_size": size, "timeout": 10}
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.close_pool()  # type: ignore[attr-defined]  # the postgresql backend's
+        del options["pool"]

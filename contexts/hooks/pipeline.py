@@ -3,7 +3,7 @@
 resolve workspace → classify the prompt → starters (slow work begins on a
 side thread) → session (created on first sight) → append the event to the
 session's log → observers → providers → render → injection observers (the
-ledger) → record what was injected.
+ledger; the capture beside them) → record what was injected.
 
 A provider or observer that fails is logged and skipped: a hook must never
 break an agent's turn because one capability misbehaved.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from contexts.hooks.registry import (
     CLAUDE_EVENT_NAMES,
     EVENTS,
     Block,
+    Entry,
     HookContext,
     injection_observers,
     observers_for,
@@ -36,6 +38,7 @@ from contexts.hooks.registry import (
 )
 from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
 from contexts.selectors import Access, workspace_access
+from memflow_site.side_threads import side_executor
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -279,15 +282,46 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
             blocks.extend(b for b in produced if isinstance(b, Block))
     blocks = sorted((b for b in blocks if b.text), key=lambda b: (b.order, b.name))
     outcome = HookOutcome(context=ctx, blocks=blocks)
-    # What was injected, and what follows from it (the ledger, rehearsal,
-    # the capture), commits once: each is a savepoint of one transaction
-    # rather than a commit, and a wait for the disk, of its own.
-    with transaction.atomic():
-        for entry in injection_observers():
-            _guarded(entry.name, entry.fn, ctx, blocks)
-        if blocks:
-            _record_injection(session, event, blocks)
+    # What was injected, and what follows from it (the ledger, rehearsal),
+    # commits once: each is a savepoint of one transaction rather than a
+    # commit, and a wait for the disk, of its own. The capture runs beside
+    # it on a connection of its own when it can.
+    observers = injection_observers()
+    started = {e.name: _start_beside(e, ctx, blocks) for e in observers if e.beside}
+    try:
+        with transaction.atomic():
+            for entry in observers:
+                if started.get(entry.name) is None:
+                    _guarded(entry.name, entry.fn, ctx, blocks)
+            if blocks:
+                _record_injection(session, event, blocks)
+    finally:
+        # Only once this transaction is over: a side transaction waiting for
+        # a lock it holds would otherwise wait for ever.
+        wait([f for f in started.values() if f is not None])
     return outcome
+
+
+def _start_beside(entry: Entry, ctx: HookContext, blocks: list[Block]) -> Future[None] | None:
+    """`entry` started on a side thread with a pooled connection of its own, or None.
+
+    None when there is no pool (nothing to gain from opening a connection),
+    no connection free at once, or the call is inside a transaction, whose
+    uncommitted writes another connection cannot see.
+    """
+    pool: Any = getattr(connection, "pool", None)  # Django's psycopg_pool, None without one
+    if pool is None or connection.in_atomic_block:
+        return None
+    if pool.get_stats().get("pool_available", 0) < 1:
+        return None
+    return side_executor().submit(_on_own_connection, entry, ctx, blocks)
+
+
+def _on_own_connection(entry: Entry, ctx: HookContext, blocks: list[Block]) -> None:
+    try:
+        _guarded(entry.name, entry.fn, ctx, blocks)
+    finally:
+        connection.close()  # this thread's connection, back to the pool
 
 
 def _session_turn(new: AgentSession, *, turn: bool) -> tuple[AgentSession, bool]:

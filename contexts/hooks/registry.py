@@ -88,16 +88,18 @@ InjectionObserverFn = Callable[[HookContext, list[Block]], None]
 
 
 @dataclass(frozen=True)
-class _Entry:
+class Entry:
     name: str
     events: frozenset[str]
     fn: Callable[..., Any]
+    # An injection observer that may run beside the others (see register_injection_observer).
+    beside: bool = False
 
 
-_starters: dict[str, _Entry] = {}
-_providers: dict[str, _Entry] = {}
-_observers: dict[str, _Entry] = {}
-_injection_observers: dict[str, _Entry] = {}
+_starters: dict[str, Entry] = {}
+_providers: dict[str, Entry] = {}
+_observers: dict[str, Entry] = {}
+_injection_observers: dict[str, Entry] = {}
 
 
 def _events(events: Iterable[str]) -> frozenset[str]:
@@ -115,35 +117,49 @@ def register_starter(name: str, *, events: Iterable[str], fn: StarterFn) -> None
     top-level agent, i.e. one that is captured. A starter should hand slow
     work to a thread (`Embedder.encode_soon`) and return at once.
     """
-    _starters[name] = _Entry(name=name, events=_events(events), fn=fn)
+    _starters[name] = Entry(name=name, events=_events(events), fn=fn)
 
 
 def register_provider(name: str, *, events: Iterable[str], fn: ProviderFn) -> None:
     """Add a block-maker; registering the same name again replaces it."""
-    _providers[name] = _Entry(name=name, events=_events(events), fn=fn)
+    _providers[name] = Entry(name=name, events=_events(events), fn=fn)
 
 
 def register_observer(name: str, *, events: Iterable[str], fn: ObserverFn) -> None:
     """React to an event before the providers run (capture, freeze, store)."""
-    _observers[name] = _Entry(name=name, events=_events(events), fn=fn)
+    _observers[name] = Entry(name=name, events=_events(events), fn=fn)
 
 
-def register_injection_observer(name: str, *, fn: InjectionObserverFn) -> None:
-    """React to what was injected (the usegate ledger)."""
-    _injection_observers[name] = _Entry(name=name, events=frozenset(EVENTS), fn=fn)
+def register_injection_observer(
+    name: str, *, fn: InjectionObserverFn, beside: bool = False
+) -> None:
+    """React to what was injected (the usegate ledger, the prompt's capture).
+
+    The others share one transaction. One registered `beside` runs at the
+    same time as them, on a side thread with a connection and transaction of
+    its own, when the server's pool has a connection free; otherwise inside
+    the shared transaction, after them. Either way the answer waits for it.
+    It must not need what the others write, and must take the database locks
+    it shares with them first (as every writer of memories does).
+    """
+    _injection_observers[name] = Entry(name=name, events=frozenset(EVENTS), fn=fn, beside=beside)
 
 
-def starters_for(event: str) -> list[_Entry]:
+def starters_for(event: str) -> list[Entry]:
     return [entry for _, entry in sorted(_starters.items()) if event in entry.events]
 
 
-def providers_for(event: str) -> list[_Entry]:
+def providers_for(event: str) -> list[Entry]:
     return [entry for _, entry in sorted(_providers.items()) if event in entry.events]
 
 
-def observers_for(event: str) -> list[_Entry]:
+def observers_for(event: str) -> list[Entry]:
     return [entry for _, entry in sorted(_observers.items()) if event in entry.events]
 
 
-def injection_observers() -> list[_Entry]:
-    return [entry for _, entry in sorted(_injection_observers.items())]
+def injection_observers() -> list[Entry]:
+    """Those that share the transaction first, then those that may run beside."""
+    return [
+        entry
+        for _, entry in sorted(_injection_observers.items(), key=lambda e: (e[1].beside, e[0]))
+    ]

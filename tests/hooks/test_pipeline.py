@@ -347,9 +347,7 @@ def test_mute_through_the_api_and_back(acme, bob, make_key, api, hook):
     )
 
 
-def test_starters_run_before_the_session_is_recorded_and_share_their_work(
-    acme, hook, monkeypatch
-):
+def test_starters_run_before_the_session_is_recorded_and_share_their_work(acme, hook, monkeypatch):
     """A starter sees only kept prompts of top-level agents; providers find what it left."""
     from contexts.hooks import Block, registry
 
@@ -366,12 +364,12 @@ def test_starters_run_before_the_session_is_recorded_and_share_their_work(
     monkeypatch.setitem(
         registry._starters,
         "test:starter",
-        registry._Entry("test:starter", frozenset(["user-prompt"]), starter),
+        registry.Entry("test:starter", frozenset(["user-prompt"]), starter),
     )
     monkeypatch.setitem(
         registry._providers,
         "test:shout",
-        registry._Entry("test:shout", frozenset(["user-prompt"]), provider),
+        registry.Entry("test:shout", frozenset(["user-prompt"]), provider),
     )
     answer = hook("user-prompt", prompt="where is the deploy script?")
     assert answer["blocks"][-1]["text"] == "WHERE IS THE DEPLOY SCRIPT?"

@@ -3,8 +3,6 @@ is free, on the request's own connection otherwise, the same answer either way."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
@@ -15,20 +13,6 @@ from memories.services import RememberInput
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BACKEND = "SELECT pg_backend_pid()"
-
-
-@pytest.fixture
-def pooled() -> Iterator[None]:
-    """This test's connection drawn from a psycopg pool, as under `memflow serve`."""
-    options = connection.settings_dict["OPTIONS"]
-    connection.close()
-    options["pool"] = {"min_size": 2, "max_size": 3, "timeout": 10}
-    try:
-        yield
-    finally:
-        connection.close()
-        connection.close_pool()  # type: ignore[attr-defined]  # the postgresql backend's
-        del options["pool"]
 
 
 def pid_here() -> int:
@@ -102,3 +86,32 @@ def test_recall_answers_the_same_with_the_arms_side_by_side(acme, pooled):
         one_after_the_other = answers()
     assert side_by_side == one_after_the_other
     assert side_by_side[0][0][0] != side_by_side[1][0][0]  # the queries find different entries
+
+
+def test_every_pooled_connection_searches_with_the_settings_set_once(pooled):
+    from django.test.utils import CaptureQueriesContext
+
+    def shown() -> tuple[str, str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW hnsw.ef_search")
+            ef = cursor.fetchone()[0]
+            cursor.execute("SHOW hnsw.iterative_scan")
+            return ef, cursor.fetchone()[0]
+
+    assert shown() == ("64", "relaxed_order")
+    connection.close()  # back to the pool; the next request checks it out again
+    with CaptureQueriesContext(connection) as queries:
+        assert shown() == ("64", "relaxed_order")
+    assert not [q for q in queries.captured_queries if q["sql"].startswith("SET ")]
+    # A connection the pool opens later is set up too.
+    first = pid_here()
+    connection.close()
+    pool = connection.pool  # type: ignore[attr-defined]
+    taken = [pool.getconn() for _ in range(pool.get_stats()["pool_available"])]
+    try:
+        assert shown() == ("64", "relaxed_order")
+        assert pid_here() not in {first, *(c.info.backend_pid for c in taken)}
+    finally:
+        connection.close()
+        for conn in taken:
+            pool.putconn(conn)
