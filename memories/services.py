@@ -818,7 +818,9 @@ def memory_rehearse(
     """
     if not ids:
         return
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction: one UPDATE has nothing to
+    # undo halfway, and a hook's capture follows it in the same transaction.
+    with transaction.atomic(savepoint=False):
         rows = Memory.objects.filter(pk__in=list(ids))
         if workspace is not None:
             rows = rows.filter(workspace=workspace)
