@@ -387,13 +387,48 @@ def search_settings_apply(*, sender: Any, connection: Any, **kwargs: Any) -> Non
     _configured.add(connection.connection)
 
 
+# Of the memory's columns, what recall's callers read: the vectors and the
+# term map stay in the database. Each arm reads them with its hits, so the
+# final rows need no statement of their own.
+_HIT_FIELDS = [
+    f for f in Memory._meta.concrete_fields if f.name not in ("embedding", "embedding_next", "lex")
+]
+_HIT_COLUMNS = ", ".join(f"m.{f.column}" for f in _HIT_FIELDS)
+_HIT_NAMES = [f.attname for f in _HIT_FIELDS]
+# Django's connections hand jsonb over as text; the field decodes it.
+_HIT_JSON = [
+    (n, cast("JSONField[Any]", f)) for n, f in enumerate(_HIT_FIELDS) if isinstance(f, JSONField)
+]
+_LAST_ACCESSED, _ACCESS_COUNT, _SOURCE = (
+    _HIT_NAMES.index(n) for n in ("last_accessed", "access_count", "source")
+)
+
+
 @dataclass
 class Seen:
-    """What retention needs of an entry, read with it by the arm that found it."""
+    """An entry's columns (_HIT_FIELDS), as read by the arm that found it."""
 
-    last_accessed: datetime
-    access_count: int
-    source: str
+    row: tuple[Any, ...]
+
+    @property
+    def last_accessed(self) -> datetime:
+        value: datetime = self.row[_LAST_ACCESSED]
+        return value
+
+    @property
+    def access_count(self) -> int:
+        return int(self.row[_ACCESS_COUNT])
+
+    @property
+    def source(self) -> str:
+        return str(self.row[_SOURCE])
+
+    def memory(self) -> Memory:
+        """The entry as a model instance (only the winners become one)."""
+        values = list(self.row)
+        for n, json_field in _HIT_JSON:
+            values[n] = json_field.from_db_value(values[n], json_field.cached_col, connection)
+        return Memory.from_db(connection.alias, _HIT_NAMES, values)
 
 
 @dataclass
@@ -496,25 +531,25 @@ def dense_hits(
     # the HNSW index; only those few get the lexical features computed.
     sql = f"""
         WITH d AS ({nearest})
-        SELECT d.id, 1 - d.dist, m.last_accessed, m.access_count, m.source,
-               s.bm25, s.matched_idf,
+        SELECT d.id, 1 - d.dist, s.bm25, s.matched_idf,
                s.bm25 IS NOT NULL AND %(has_patterns)s AND m.text ~ ANY(%(patterns)s),
-               s.bm25 IS NOT NULL AND %(has_phrase)s AND m.text ~* %(phrase)s
+               s.bm25 IS NOT NULL AND %(has_phrase)s AND m.text ~* %(phrase)s,
+               {_HIT_COLUMNS}
         FROM d JOIN memories_memory m ON m.id = d.id
         {_BM25_LATERAL}
         ORDER BY d.dist, d.id
     """
     hits = []
     for r in _rows(sql, params):
-        hit = DenseHit(id=int(r[0]), cosine=float(r[1]), seen=Seen(r[2], int(r[3]), r[4]))
-        if r[5] is not None:
+        hit = DenseHit(id=int(r[0]), cosine=float(r[1]), seen=Seen(r[6:]))
+        if r[2] is not None:
             hit.lexical = LexicalHit(
                 id=hit.id,
-                bm25=float(r[5]),
-                matched_idf=float(r[6]),
-                exact_case=bool(r[7]),
+                bm25=float(r[2]),
+                matched_idf=float(r[3]),
+                exact_case=bool(r[4]),
                 cosine=hit.cosine,
-                phrase=bool(r[8]),
+                phrase=bool(r[5]),
                 seen=hit.seen,
             )
         hits.append(hit)
@@ -715,7 +750,7 @@ def lexical_statement(
                %(has_patterns)s AND m.text ~ ANY(%(patterns)s),
                {cosine},
                %(has_phrase)s AND m.text ~* %(phrase)s,
-               m.last_accessed, m.access_count, m.source
+               {_HIT_COLUMNS}
         FROM scored s JOIN memories_memory m ON m.id = s.id
         ORDER BY s.bm25 DESC, s.id DESC
     """
@@ -731,7 +766,7 @@ def _lexical_hits(rows: list[tuple[Any, ...]]) -> list[LexicalHit]:
             exact_case=bool(r[3]),
             cosine=None if r[4] is None else float(r[4]),
             phrase=bool(r[5]),
-            seen=Seen(r[6], int(r[7]), r[8]),
+            seen=Seen(r[6:]),
         )
         for r in rows
     ]
@@ -945,38 +980,6 @@ def _merge_lexical(
     return LexicalResult(hits=hits, total_idf=lexical_result.total_idf)
 
 
-# Of the memory's columns, what recall's callers read: the vectors and the
-# term map stay in the database.
-_HIT_FIELDS = [
-    f for f in Memory._meta.concrete_fields if f.name not in ("embedding", "embedding_next", "lex")
-]
-_HIT_SQL = (
-    f"SELECT {', '.join(f'm.{f.column}' for f in _HIT_FIELDS)}"
-    " FROM memories_memory m WHERE m.id = ANY(%(ids)s::bigint[])"
-)
-_HIT_NAMES = [f.attname for f in _HIT_FIELDS]
-# Django's connections hand jsonb over as text; the field decodes it.
-_HIT_JSON = [
-    (n, cast("JSONField[Any]", f)) for n, f in enumerate(_HIT_FIELDS) if isinstance(f, JSONField)
-]
-
-
-def _load_hits(ids: Sequence[int]) -> dict[int, Memory]:
-    """The memories `ids`, with every column but the vectors and the term map.
-
-    Raw SQL through _rows rather than `in_bulk`: building the ORM statement
-    cost more than running it.
-    """
-    loaded = {}
-    for row in _rows(_HIT_SQL, {"ids": list(ids)}):
-        values = list(row)
-        for n, json_field in _HIT_JSON:
-            values[n] = json_field.from_db_value(values[n], json_field.cached_col, connection)
-        memory = Memory.from_db(connection.alias, _HIT_NAMES, values)
-        loaded[memory.pk] = memory
-    return loaded
-
-
 def memory_recall(
     *,
     workspace: Workspace,
@@ -995,9 +998,9 @@ def memory_recall(
     query is embedded here. `arms` is "hybrid", "dense" or "lexical" (the
     single arms serve the quality bench and debugging).
 
-    Four statements: the term statistics, the dense arm (with the lexical
-    features of its hits), the lexical arm (with the cosines of its hits),
-    and the final `k` rows.
+    Three statements: the term statistics, the dense arm (with the lexical
+    features of its hits) and the lexical arm (with the cosines of its
+    hits), each hit with the columns of its row.
     """
     filters = filters or MemoryFilters()
     now = now or timezone.now()
@@ -1115,7 +1118,7 @@ def memory_recall(
         weighed.append((weighted, r, s))
     weighed.sort(key=lambda w: (-w[0], -w[2].id))
     weighed = weighed[:k]
-    loaded = _load_hits([s.id for _, _, s in weighed])
+    loaded = {s.id: seen[s.id].memory() for _, _, s in weighed}
     hits = [
         Hit(memory=loaded[s.id], score=weighted, retention=r, cosine=s.cosine, bm25=s.bm25)
         for weighted, r, s in weighed

@@ -99,6 +99,8 @@ def pooled(request: pytest.FixtureRequest) -> Iterator[None]:
     size = getattr(request, "param", 3)
     options["pool"] = {"min_size": 2, "max_size": size, "timeout": 10}
     try:
+        connection.ensure_connection()
+        connection.pool.wait()  # type: ignore[attr-defined]  # both open, as in a running server
         yield
     finally:
         connection.close()

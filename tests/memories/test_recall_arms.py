@@ -88,6 +88,7 @@ def test_recall_answers_the_same_with_the_arms_side_by_side(acme, pooled):
     assert side_by_side[0][0][0] != side_by_side[1][0][0]  # the queries find different entries
 
 
+@pytest.mark.parametrize("pooled", [6], indirect=True)  # room for one more connection below
 def test_every_pooled_connection_searches_with_the_settings_set_once(pooled):
     from django.test.utils import CaptureQueriesContext
 
