@@ -223,12 +223,12 @@ def memory_list(
 
 def serving_backend(*, workspace: Workspace) -> str:
     """The backend whose vectors are in `Memory.embedding` for this workspace."""
-    backend = (
-        WorkspaceEmbedder.objects.filter(workspace=workspace)
-        .values_list("backend", flat=True)
-        .first()
-    )
-    return backend or embeddings.DEFAULT_BACKEND
+    # Prepared (see _rows): every hook and every write asks, some twice.
+    found = _rows(_SERVING_SQL, {"ws": workspace.pk})
+    return str(found[0][0]) if found else embeddings.DEFAULT_BACKEND
+
+
+_SERVING_SQL = f"SELECT backend FROM {WorkspaceEmbedder._meta.db_table} WHERE workspace_id = %(ws)s"
 
 
 def embedder_for(workspace: Workspace) -> Embedder:
@@ -1395,10 +1395,18 @@ def memories_by_norm_hash(
     found: dict[str, list[Memory]] = {}
     if not hashes:
         return found
-    # Uses index: memory_current_norm_idx.
-    for memory in Memory.objects.filter(
-        workspace=workspace, valid_to__isnull=True, state_key="", norm_hash__in=set(hashes)
-    ):
+    # Uses index: memory_current_norm_idx. The ids first, prepared (see
+    # _rows): most texts repeat nothing, and then no row is read at all.
+    ids = [
+        row[0]
+        for row in _rows(
+            """SELECT id FROM memories_memory
+               WHERE workspace_id = %(ws)s AND valid_to IS NULL AND state_key = ''
+                 AND norm_hash = ANY(%(hashes)s::text[])""",
+            {"ws": workspace.pk, "hashes": sorted(set(hashes))},
+        )
+    ]
+    for memory in Memory.objects.filter(pk__in=ids) if ids else ():
         found.setdefault(memory.norm_hash, []).append(memory)
     return found
 
