@@ -336,4 +336,7 @@ def register() -> None:
     register_injection_observer("memories:ledger", fn=ledger_injected)
     # Beside the ledger: its ~15-20 ms (the capture's index inserts) need
     # nothing the ledger writes.
-    register_injection_observer("memories:capture", fn=rehearse_and_capture, beside=True)
+    # Only a prompt is recalled for (the lessons, recall and index blocks) or captured.
+    register_injection_observer(
+        "memories:capture", fn=rehearse_and_capture, events=["user-prompt"], beside=True
+    )

@@ -286,7 +286,7 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
     # commits once: each is a savepoint of one transaction rather than a
     # commit, and a wait for the disk, of its own. The capture runs beside
     # it on a connection of its own when it can.
-    observers = injection_observers()
+    observers = injection_observers(event)
     started = {e.name: _start_beside(e, ctx, blocks) for e in observers if e.beside}
     try:
         with transaction.atomic():
@@ -337,25 +337,23 @@ def _session_turn(new: AgentSession, *, turn: bool) -> tuple[AgentSession, bool]
             external_id=new.external_id,
             defaults={f: getattr(new, f) for f in ("user", "app", "cwd", "device", "params")},
         )
-    # Raw SQL: an upsert that returns the whole row (and whether it was
-    # inserted) has no ORM spelling.
-    fields = [f for f in AgentSession._meta.concrete_fields if not f.primary_key]
-    values = [f.get_db_prep_save(f.pre_save(new, add=True), connection) for f in fields]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    returned = ", ".join(
-        connection.ops.quote_name(f.column) for f in AgentSession._meta.concrete_fields
-    )
-    table = connection.ops.quote_name(AgentSession._meta.db_table)
-    sql = f"""
-        INSERT INTO {table} ({columns}) VALUES ({", ".join(["%s"] * len(fields))})
-        ON CONFLICT (workspace_id, external_id)
-        DO UPDATE SET turns = {table}.turns + 1
-        RETURNING {returned}, (xmax = 0) AS inserted
-    """
-    turns = next(i for i, f in enumerate(fields) if f.name == "turns")
-    values[turns] = 1
-    session = next(iter(AgentSession.objects.raw(sql, values)))
+    new.turns = 1
+    values = [f.get_db_prep_save(f.pre_save(new, add=True), connection) for f in _SESSION_FIELDS]
+    session = next(iter(AgentSession.objects.raw(_SESSION_TURN_SQL, values)))
     return session, bool(session.__dict__.pop("inserted"))
+
+
+# Raw SQL: an upsert that returns the whole row (and whether it was inserted)
+# has no ORM spelling.
+_SESSION_FIELDS = [f for f in AgentSession._meta.concrete_fields if not f.primary_key]
+_SESSION_TURN_SQL = f"""
+    INSERT INTO contexts_agentsession ({", ".join(str(f.column) for f in _SESSION_FIELDS)})
+    VALUES ({", ".join(["%s"] * len(_SESSION_FIELDS))})
+    ON CONFLICT (workspace_id, external_id)
+    DO UPDATE SET turns = contexts_agentsession.turns + 1
+    RETURNING {", ".join(str(f.column) for f in AgentSession._meta.concrete_fields)},
+              (xmax = 0) AS inserted
+"""
 
 
 def _record_injection(session: AgentSession, event: str, blocks: list[Block]) -> None:

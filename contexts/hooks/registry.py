@@ -131,7 +131,11 @@ def register_observer(name: str, *, events: Iterable[str], fn: ObserverFn) -> No
 
 
 def register_injection_observer(
-    name: str, *, fn: InjectionObserverFn, beside: bool = False
+    name: str,
+    *,
+    fn: InjectionObserverFn,
+    events: Iterable[str] = EVENTS,
+    beside: bool = False,
 ) -> None:
     """React to what was injected (the usegate ledger, the prompt's capture).
 
@@ -142,7 +146,7 @@ def register_injection_observer(
     It must not need what the others write, and must take the database locks
     it shares with them first (as every writer of memories does).
     """
-    _injection_observers[name] = Entry(name=name, events=frozenset(EVENTS), fn=fn, beside=beside)
+    _injection_observers[name] = Entry(name=name, events=_events(events), fn=fn, beside=beside)
 
 
 def starters_for(event: str) -> list[Entry]:
@@ -157,9 +161,10 @@ def observers_for(event: str) -> list[Entry]:
     return [entry for _, entry in sorted(_observers.items()) if event in entry.events]
 
 
-def injection_observers() -> list[Entry]:
+def injection_observers(event: str) -> list[Entry]:
     """Those that share the transaction first, then those that may run beside."""
     return [
         entry
         for _, entry in sorted(_injection_observers.items(), key=lambda e: (e[1].beside, e[0]))
+        if event in entry.events
     ]
