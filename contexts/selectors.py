@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from contexts.db import Columns, prepared_rows
 from contexts.declarations import ContextConfig, StoredSource
 from contexts.errors import Forbidden, NotFound
 from contexts.models import (
@@ -112,11 +113,7 @@ def workspace_access(
     that the existence of other people's workspaces is never revealed. A
     member without the role or key scope for `access`: `Forbidden`.
     """
-    membership = (
-        Membership.objects.select_related("workspace")
-        .filter(user_id=_user_id(user), workspace__slug__iexact=slug)
-        .first()
-    )
+    membership = _membership(user_id=_user_id(user), slug=slug)
     if membership is None or (
         api_key is not None
         and api_key.workspace_id is not None
@@ -133,6 +130,28 @@ def workspace_access(
             code="key_scope",
         )
     return membership.workspace, membership
+
+
+_MEMBERSHIP = Columns.all(Membership, "ms")
+_WORKSPACE = Columns.all(Workspace, "w")
+# Every API request and hook asks this first. Uses index:
+# workspace_slug_ci_unique (slugs are ASCII, so lower() folds as iexact does).
+_MEMBERSHIP_SQL = f"""
+    SELECT {_MEMBERSHIP.sql}, {_WORKSPACE.sql}
+    FROM contexts_membership ms JOIN contexts_workspace w ON w.id = ms.workspace_id
+    WHERE ms.user_id = %(user)s AND lower(w.slug) = lower(%(slug)s)
+"""
+
+
+def _membership(*, user_id: int, slug: str) -> Membership | None:
+    """The user's membership of the workspace `slug` (any case), its workspace attached."""
+    rows = prepared_rows(_MEMBERSHIP_SQL, {"user": user_id, "slug": slug})
+    if not rows:
+        return None
+    split = len(_MEMBERSHIP.names)
+    membership: Membership = _MEMBERSHIP.instance(rows[0][:split])
+    membership.workspace = _WORKSPACE.instance(rows[0][split:])
+    return membership
 
 
 def membership_list(*, workspace: Workspace) -> QuerySet[Membership]:

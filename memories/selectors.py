@@ -15,15 +15,15 @@ from concurrent.futures import wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
-import psycopg
 from django.db import connection
-from django.db.models import Count, JSONField, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from psycopg_pool import PoolTimeout
 
+from contexts.db import Columns, prepared_rows
 from contexts.errors import NotFound
 from contexts.models import Workspace
 from memflow_site.side_threads import side_executor
@@ -69,36 +69,6 @@ def _vector_param(vector: QueryVector) -> str:
     return vector if isinstance(vector, str) else _vector_literal(vector)
 
 
-def _rows(
-    sql: str, params: dict[str, Any], on: psycopg.Connection[Any] | None = None
-) -> list[tuple[Any, ...]]:
-    """Run one of recall's reads on Django's connection, with server-side binding.
-
-    Django's cursors bind parameters on the client, so every statement is
-    parsed and planned anew and a query vector travels as 384 numbers in
-    text. Recall's handful of statements have fixed texts: bound on the
-    server, psycopg prepares each once per connection (the lexical arm's
-    planning alone was ~1 ms).
-    """
-    if on is None:
-        connection.ensure_connection()
-        with connection.wrap_database_errors:
-            return _rows(sql, params, connection.connection)
-    with psycopg.Cursor(on) as cursor:
-        cursor.adapters.register_loader("timestamptz", _TIMESTAMPTZ_LOADER)
-        cursor.execute(sql, params, prepare=True)
-        return cursor.fetchall()
-
-
-# psycopg's own (compiled) timestamptz loader. Django's, which its connections
-# carry, is written in Python: at ~10 µs a value it was ~1 ms of each recall.
-# Both give aware datetimes in the session's time zone (UTC: Django sets it).
-_TIMESTAMPTZ_LOADER = cast(
-    "type[psycopg.adapt.Loader]",
-    psycopg.adapters.get_loader(psycopg.adapters.types["timestamptz"].oid, psycopg.pq.Format.TEXT),
-)
-
-
 # How long recall waits for a free second connection before it runs its arms
 # one after the other instead.
 SIDE_CONNECTION_WAIT_S = 0.002
@@ -126,9 +96,9 @@ def beside(
             side = None
     if side is None:
         result = main()
-        return result, _rows(sql, params)
+        return result, prepared_rows(sql, params)
     try:
-        future = side_executor().submit(_rows, sql, params, side)
+        future = side_executor().submit(prepared_rows, sql, params, side)
         try:
             result = main()
         finally:
@@ -223,8 +193,8 @@ def memory_list(
 
 def serving_backend(*, workspace: Workspace) -> str:
     """The backend whose vectors are in `Memory.embedding` for this workspace."""
-    # Prepared (see _rows): every hook and every write asks, some twice.
-    found = _rows(_SERVING_SQL, {"ws": workspace.pk})
+    # Prepared (contexts.db): every hook and every write asks, some twice.
+    found = prepared_rows(_SERVING_SQL, {"ws": workspace.pk})
     return str(found[0][0]) if found else embeddings.DEFAULT_BACKEND
 
 
@@ -390,17 +360,18 @@ def search_settings_apply(*, sender: Any, connection: Any, **kwargs: Any) -> Non
 # Of the memory's columns, what recall's callers read: the vectors and the
 # term map stay in the database. Each arm reads them with its hits, so the
 # final rows need no statement of their own.
-_HIT_FIELDS = [
-    f for f in Memory._meta.concrete_fields if f.name not in ("embedding", "embedding_next", "lex")
-]
-_HIT_COLUMNS = ", ".join(f"m.{f.column}" for f in _HIT_FIELDS)
-_HIT_NAMES = [f.attname for f in _HIT_FIELDS]
-# Django's connections hand jsonb over as text; the field decodes it.
-_HIT_JSON = [
-    (n, cast("JSONField[Any]", f)) for n, f in enumerate(_HIT_FIELDS) if isinstance(f, JSONField)
-]
+_HIT = Columns(
+    Memory,
+    [
+        f
+        for f in Memory._meta.concrete_fields
+        if f.name not in ("embedding", "embedding_next", "lex")
+    ],
+    "m",
+)
+_HIT_COLUMNS = _HIT.sql
 _LAST_ACCESSED, _ACCESS_COUNT, _SOURCE = (
-    _HIT_NAMES.index(n) for n in ("last_accessed", "access_count", "source")
+    _HIT.index(n) for n in ("last_accessed", "access_count", "source")
 )
 
 
@@ -425,10 +396,8 @@ class Seen:
 
     def memory(self) -> Memory:
         """The entry as a model instance (only the winners become one)."""
-        values = list(self.row)
-        for n, json_field in _HIT_JSON:
-            values[n] = json_field.from_db_value(values[n], json_field.cached_col, connection)
-        return Memory.from_db(connection.alias, _HIT_NAMES, values)
+        memory: Memory = _HIT.instance(self.row)
+        return memory
 
 
 @dataclass
@@ -540,7 +509,7 @@ def dense_hits(
         ORDER BY d.dist, d.id
     """
     hits = []
-    for r in _rows(sql, params):
+    for r in prepared_rows(sql, params):
         hit = DenseHit(id=int(r[0]), cosine=float(r[1]), seen=Seen(r[6:]))
         if r[2] is not None:
             hit.lexical = LexicalHit(
@@ -565,10 +534,10 @@ class LexicalStats:
 
 
 def lexical_stats(*, workspace: Workspace, terms: Sequence[str]) -> LexicalStats:
-    # Raw SQL through _rows: the ORM's `IN` list changes the statement's text
+    # Raw SQL, prepared: the ORM's `IN` list changes the statement's text
     # with the number of terms, so it could never be prepared.
     rows = dict(
-        _rows(
+        prepared_rows(
             "SELECT term, df FROM memories_lexicalterm"
             " WHERE workspace_id = %(ws)s AND term = ANY(%(terms)s::text[])",
             {"ws": workspace.pk, "terms": [*terms, STAT_DOCS, STAT_LENGTH, STAT_SWAPPING]},
@@ -802,7 +771,9 @@ def lexical_arm(
     )
     if statement is None:
         return LexicalResult(hits=[], total_idf=0.0)
-    return LexicalResult(hits=_lexical_hits(_rows(*statement)), total_idf=features.total_idf)
+    return LexicalResult(
+        hits=_lexical_hits(prepared_rows(*statement)), total_idf=features.total_idf
+    )
 
 
 def _query_idf_mass(idfs: dict[str, float], df: dict[str, int]) -> float:
@@ -1050,7 +1021,7 @@ def memory_recall(
         else:
             dense, rows = beside(nearest, *statement)
     elif statement is not None:
-        rows = _rows(*statement)
+        rows = prepared_rows(*statement)
     lexical_result = LexicalResult(hits=_lexical_hits(rows), total_idf=features.total_idf)
     seen: dict[int, Seen] = {h.id: h.seen for h in lexical_result.hits if h.seen is not None}
     seen.update((h.id, h.seen) for h in dense)
@@ -1396,10 +1367,10 @@ def memories_by_norm_hash(
     if not hashes:
         return found
     # Uses index: memory_current_norm_idx. The ids first, prepared (see
-    # _rows): most texts repeat nothing, and then no row is read at all.
+    # contexts.db): most texts repeat nothing, and then no row is read at all.
     ids = [
         row[0]
-        for row in _rows(
+        for row in prepared_rows(
             """SELECT id FROM memories_memory
                WHERE workspace_id = %(ws)s AND valid_to IS NULL AND state_key = ''
                  AND norm_hash = ANY(%(hashes)s::text[])""",
