@@ -369,7 +369,6 @@ _HIT = Columns(
     ],
     "m",
 )
-_HIT_COLUMNS = _HIT.sql
 _LAST_ACCESSED, _ACCESS_COUNT, _SOURCE = (
     _HIT.index(n) for n in ("last_accessed", "access_count", "source")
 )
@@ -503,7 +502,7 @@ def dense_hits(
         SELECT d.id, 1 - d.dist, s.bm25, s.matched_idf,
                s.bm25 IS NOT NULL AND %(has_patterns)s AND m.text ~ ANY(%(patterns)s),
                s.bm25 IS NOT NULL AND %(has_phrase)s AND m.text ~* %(phrase)s,
-               {_HIT_COLUMNS}
+               {_HIT.sql}
         FROM d JOIN memories_memory m ON m.id = d.id
         {_BM25_LATERAL}
         ORDER BY d.dist, d.id
@@ -719,7 +718,7 @@ def lexical_statement(
                %(has_patterns)s AND m.text ~ ANY(%(patterns)s),
                {cosine},
                %(has_phrase)s AND m.text ~* %(phrase)s,
-               {_HIT_COLUMNS}
+               {_HIT.sql}
         FROM scored s JOIN memories_memory m ON m.id = s.id
         ORDER BY s.bm25 DESC, s.id DESC
     """
