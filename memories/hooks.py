@@ -14,7 +14,6 @@ from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
-from django.db import transaction
 from django.utils import timezone
 
 from contexts.hooks import (
@@ -26,6 +25,7 @@ from contexts.hooks import (
     register_provider,
     register_starter,
 )
+from contexts.errors import MemflowError
 from contexts.models import SessionEvent, Workspace
 from memories import core, rendering, selectors, services
 from memories.conf import memory_setting
@@ -284,7 +284,9 @@ def rehearse_and_capture(ctx: HookContext, blocks: list[Block]) -> None:
 
     One transaction, which takes the workspace lock once: the capture may
     strengthen an entry just rehearsed. An injection observer, so it runs
-    once the recall is over: a prompt never recalls itself.
+    once the recall is over: a prompt never recalls itself. A prompt the
+    workspace will not store (longer than it takes) is still rehearsed
+    with, and the answer says why it was not captured.
     """
     recalled = [
         i
@@ -294,19 +296,25 @@ def rehearse_and_capture(ctx: HookContext, blocks: list[Block]) -> None:
     ]
     # A sub-agent's prompts are never captured.
     prompt = ctx.prompt if ctx.event == "user-prompt" and ctx.delegation_depth == 0 else None
-    with transaction.atomic():
+    if prompt is None:
         services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
-        if prompt is not None:
-            nearest = ctx.cache.get(f"memories:nearest:{prompt}")
-            services.memory_remember_bulk(
-                workspace=ctx.workspace,
-                items=[services.RememberInput(text=prompt, source="hook", app=ctx.app)],
-                user=ctx.user,
-                session=ctx.session,
-                vectors=np.stack([_prompt_vector(ctx, prompt, "passage")]),
-                vectors_model=_embedder(ctx).model_id,
-                nearest=None if nearest is None else [nearest],
-            )
+        return
+    nearest = ctx.cache.get(f"memories:nearest:{prompt}")
+    try:
+        services.memory_remember_bulk(
+            workspace=ctx.workspace,
+            items=[services.RememberInput(text=prompt, source="hook", app=ctx.app)],
+            user=ctx.user,
+            session=ctx.session,
+            vectors=np.stack([_prompt_vector(ctx, prompt, "passage")]),
+            vectors_model=_embedder(ctx).model_id,
+            nearest=None if nearest is None else [nearest],
+            rehearse=recalled,
+        )
+    except MemflowError as refused:  # e.g. text_too_long; its transaction rolled back
+        services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
+        # Read by the answer once this observer is over (the pipeline waits for it).
+        ctx.skipped_reason = f"not stored: {refused.detail}"
 
 
 def register() -> None:

@@ -242,6 +242,7 @@ def memory_remember_bulk(
     vectors: np.ndarray | None = None,
     vectors_model: str | None = None,
     nearest: Sequence[Sequence[tuple[int, float]]] | None = None,
+    rehearse: Sequence[int] = (),
 ) -> list[RememberResult]:
     """Remember several texts: embed them in one batch, then fold or insert each.
 
@@ -253,7 +254,10 @@ def memory_remember_bulk(
     computed again. `nearest`, with `vectors`: for each item, the (id, cosine)
     of the current entries nearest its vector, best first, from a search the
     caller already ran with it (a hook's recall); dedupe then asks no
-    search of its own.
+    search of its own. `rehearse`: ids of this workspace's entries the
+    caller just recalled with them (see memory_rehearse), rehearsed in the
+    same transaction and under the same lock (a hook's turn: its capture may
+    strengthen an entry it rehearses).
     """
     cleaned = [memory_validate(workspace=workspace, item=item) for item in items]
     if not cleaned:
@@ -268,6 +272,7 @@ def memory_remember_bulk(
     pending = [_Pending.of(item, v) for item, v in zip(cleaned, vectors, strict=True)]
     with transaction.atomic():
         _workspace_lock(workspace)
+        _rehearse_rows(workspace, rehearse, timezone.now())
         # Read under the lock: what the workspace stores with now (see _serving_under_lock).
         serving = get_embedder(selectors.serving_backend(workspace=workspace))
         if serving.model_id != vectors_model:
@@ -818,17 +823,24 @@ def memory_rehearse(
     """
     if not ids:
         return
-    # No savepoint inside a caller's transaction: one UPDATE has nothing to
-    # undo halfway, and a hook's capture follows it in the same transaction.
+    # No savepoint inside a caller's transaction: one UPDATE has nothing to undo halfway.
     with transaction.atomic(savepoint=False):
-        rows = Memory.objects.filter(pk__in=list(ids))
         if workspace is not None:
-            rows = rows.filter(workspace=workspace)
             _workspace_lock(workspace)
-        else:
-            for workspace_id in sorted(set(rows.values_list("workspace_id", flat=True))):
-                _workspace_lock(Workspace(pk=workspace_id))
+            _rehearse_rows(workspace, ids, now or timezone.now())
+            return
+        rows = Memory.objects.filter(pk__in=list(ids))
+        for workspace_id in sorted(set(rows.values_list("workspace_id", flat=True))):
+            _workspace_lock(Workspace(pk=workspace_id))
         rows.update(access_count=F("access_count") + 1, last_accessed=now or timezone.now())
+
+
+def _rehearse_rows(workspace: Workspace, ids: Sequence[int], now: datetime) -> None:
+    """memory_rehearse's UPDATE; the caller holds the workspace lock."""
+    if ids:
+        Memory.objects.filter(workspace=workspace, pk__in=list(ids)).update(
+            access_count=F("access_count") + 1, last_accessed=now
+        )
 
 
 def ledger_record(

@@ -60,6 +60,26 @@ def test_a_prompt_recalls_with_ids_then_is_captured(acme, hook):
     assert InjectionEvent.objects.filter(memory_id=fact.pk, kind="injected").count() == 1
 
 
+def test_a_prompt_too_long_to_store_still_recalls_and_rehearses(acme, hook):
+    """A pasted log longer than the workspace stores: the turn still gets its
+    memories, they still count as used, and the answer says why nothing was kept."""
+    acme.settings = {**(acme.settings or {}), "max_text_chars": 200}
+    acme.save(update_fields=["settings"])
+    fact = services.memory_remember(
+        workspace=acme,
+        item=RememberInput(text="The payments service retries webhooks 5 times with backoff."),
+    ).memory
+    prompt = "why do payment webhooks retry? here is the log: " + "retry scheduled. " * 20
+    answer = hook("user-prompt", prompt=prompt)
+    recall = next(b for b in answer["blocks"] if b["name"] == "memflow:recall")
+    assert fact.pk in recall["memory_ids"]
+    assert answer["captured"] is False
+    assert "not stored" in answer["skipped"] and "200" in answer["skipped"]
+    assert not Memory.objects.filter(workspace=acme, source="hook").exists()
+    fact.refresh_from_db()
+    assert fact.access_count == 1
+
+
 def test_a_prompt_extending_an_earlier_one_folds_into_it(acme, hook):
     """The capture's dedupe sees the recall's nearest entries: an extension merges."""
     hook("user-prompt", prompt="Deploy the billing service to staging with the blue-green script.")
