@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from contexts.db import Columns, prepared_rows
+from contexts.db import Columns, bound_rows
 from contexts.declarations import ContextConfig, StoredSource
 from contexts.errors import Forbidden, NotFound
 from contexts.models import (
@@ -145,7 +145,7 @@ _MEMBERSHIP_SQL = f"""
 
 def _membership(*, user_id: int, slug: str) -> Membership | None:
     """The user's membership of the workspace `slug` (any case), its workspace attached."""
-    rows = prepared_rows(_MEMBERSHIP_SQL, {"user": user_id, "slug": slug})
+    rows = bound_rows(_MEMBERSHIP_SQL, {"user": user_id, "slug": slug})
     if not rows:
         return None
     split = len(_MEMBERSHIP.names)

@@ -23,7 +23,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from psycopg_pool import PoolTimeout
 
-from contexts.db import Columns, prepared_rows
+from contexts.db import Columns, bound_rows
 from contexts.errors import NotFound
 from contexts.models import Workspace
 from memflow_site.side_threads import side_executor
@@ -96,9 +96,9 @@ def beside(
             side = None
     if side is None:
         result = main()
-        return result, prepared_rows(sql, params)
+        return result, bound_rows(sql, params)
     try:
-        future = side_executor().submit(prepared_rows, sql, params, side)
+        future = side_executor().submit(bound_rows, sql, params, side)
         try:
             result = main()
         finally:
@@ -193,8 +193,8 @@ def memory_list(
 
 def serving_backend(*, workspace: Workspace) -> str:
     """The backend whose vectors are in `Memory.embedding` for this workspace."""
-    # Prepared (contexts.db): every hook and every write asks, some twice.
-    found = prepared_rows(_SERVING_SQL, {"ws": workspace.pk})
+    # Raw SQL (contexts.db): every hook and every write asks, some twice.
+    found = bound_rows(_SERVING_SQL, {"ws": workspace.pk})
     return str(found[0][0]) if found else embeddings.DEFAULT_BACKEND
 
 
@@ -508,7 +508,7 @@ def dense_hits(
         ORDER BY d.dist, d.id
     """
     hits = []
-    for r in prepared_rows(sql, params):
+    for r in bound_rows(sql, params):
         hit = DenseHit(id=int(r[0]), cosine=float(r[1]), seen=Seen(r[6:]))
         if r[2] is not None:
             hit.lexical = LexicalHit(
@@ -533,10 +533,10 @@ class LexicalStats:
 
 
 def lexical_stats(*, workspace: Workspace, terms: Sequence[str]) -> LexicalStats:
-    # Raw SQL, prepared: the ORM's `IN` list changes the statement's text
-    # with the number of terms, so it could never be prepared.
+    # Raw SQL, bound on the server: the ORM's `IN` list would give the
+    # statement a new text for every number of terms.
     rows = dict(
-        prepared_rows(
+        bound_rows(
             "SELECT term, df FROM memories_lexicalterm"
             " WHERE workspace_id = %(ws)s AND term = ANY(%(terms)s::text[])",
             {"ws": workspace.pk, "terms": [*terms, STAT_DOCS, STAT_LENGTH, STAT_SWAPPING]},
@@ -771,7 +771,7 @@ def lexical_arm(
     if statement is None:
         return LexicalResult(hits=[], total_idf=0.0)
     return LexicalResult(
-        hits=_lexical_hits(prepared_rows(*statement)), total_idf=features.total_idf
+        hits=_lexical_hits(bound_rows(*statement)), total_idf=features.total_idf
     )
 
 
@@ -1020,7 +1020,7 @@ def memory_recall(
         else:
             dense, rows = beside(nearest, *statement)
     elif statement is not None:
-        rows = prepared_rows(*statement)
+        rows = bound_rows(*statement)
     lexical_result = LexicalResult(hits=_lexical_hits(rows), total_idf=features.total_idf)
     seen: dict[int, Seen] = {h.id: h.seen for h in lexical_result.hits if h.seen is not None}
     seen.update((h.id, h.seen) for h in dense)
@@ -1365,11 +1365,11 @@ def memories_by_norm_hash(
     found: dict[str, list[Memory]] = {}
     if not hashes:
         return found
-    # Uses index: memory_current_norm_idx. The ids first, prepared (see
+    # Uses index: memory_current_norm_idx. The ids first (raw SQL, see
     # contexts.db): most texts repeat nothing, and then no row is read at all.
     ids = [
         row[0]
-        for row in prepared_rows(
+        for row in bound_rows(
             """SELECT id FROM memories_memory
                WHERE workspace_id = %(ws)s AND valid_to IS NULL AND state_key = ''
                  AND norm_hash = ANY(%(hashes)s::text[])""",

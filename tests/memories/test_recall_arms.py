@@ -7,7 +7,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from contexts.db import prepared_rows
+from contexts.db import bound_rows
 from memories import selectors, services
 from memories.services import RememberInput
 
@@ -17,7 +17,7 @@ BACKEND = "SELECT pg_backend_pid()"
 
 
 def pid_here() -> int:
-    return int(prepared_rows(BACKEND, {})[0][0])
+    return int(bound_rows(BACKEND, {})[0][0])
 
 
 def test_with_a_pool_the_second_statement_runs_on_another_backend(pooled):
