@@ -198,7 +198,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         query=query,
         k=int(ctx.setting("hook_recall_k", 12)),
         filters=selectors.MemoryFilters(exclude_compartments=["lessons"]),
-        vector=_prompt_vector(ctx, query),
+        vector=lambda: _prompt_vector(ctx, query),
         vector_model=_embedder(ctx).model_id,
         now=now,
     )

@@ -956,7 +956,7 @@ def memory_recall(
     query: str,
     k: int = 10,
     filters: MemoryFilters | None = None,
-    vector: np.ndarray | None = None,
+    vector: np.ndarray | Callable[[], np.ndarray] | None = None,
     vector_model: str | None = None,
     arms: str = "hybrid",
     now: datetime | None = None,
@@ -964,8 +964,10 @@ def memory_recall(
     """Hybrid recall, weighted by retention. Reads only: rehearsal is the caller's.
 
     `vector`, when given, is the query's embedding by `vector_model` (by
-    default, the workspace's serving embedder, as a query); without it the
-    query is embedded here. `arms` is "hybrid", "dense" or "lexical" (the
+    default, the workspace's serving embedder, as a query), or a function
+    that waits for it: called once the term statistics are read, so that an
+    embedding still under way (a hook's) overlaps that statement. Without
+    it the query is embedded here. `arms` is "hybrid", "dense" or "lexical" (the
     single arms serve the quality bench and debugging).
 
     Three statements: the term statistics, the dense arm (with the lexical
@@ -979,6 +981,8 @@ def memory_recall(
     # decides exact vs HNSW, and BM25 needs it too).
     stats = lexical_stats(workspace=workspace, terms=parsed.terms)
     features = LexicalFeatures.of(parsed, stats, query)
+    if callable(vector):
+        vector = vector()
     if arms in ("hybrid", "dense") and (vector is None or vector_model is None):
         try:
             embedder = embedder_for(workspace)

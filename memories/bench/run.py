@@ -72,6 +72,37 @@ def machine() -> dict[str, Any]:
     }
 
 
+def speed_probe() -> dict[str, float]:
+    """How fast this machine is right now, as the time of two fixed workloads.
+
+    On a shared virtual machine the same code measures up to a third
+    slower in a busy hour. A bench reports these beside its figures, taken
+    before and after its timed part, so that two runs can be told apart by
+    the machine's speed as well as by their code. Lower is faster.
+    """
+
+    def python_work() -> int:
+        total = 0
+        for n in range(200_000):
+            total += n * n % 7
+        return total
+
+    def postgres_work(cursor: Any) -> None:
+        cursor.execute("SELECT sum(g % 7) FROM generate_series(1, 300000) AS g")
+        cursor.fetchone()
+
+    def median_ms(work: Any, *args: Any) -> float:
+        times = []
+        for _ in range(7):
+            started = time.perf_counter()
+            work(*args)
+            times.append((time.perf_counter() - started) * 1000)
+        return round(statistics.median(times), 1)
+
+    with connection.cursor() as cursor:
+        return {"python_ms": median_ms(python_work), "postgres_ms": median_ms(postgres_work, cursor)}
+
+
 def data_dir() -> Path:
     return Path(settings.MEMFLOW_DATA_DIR)
 
@@ -394,6 +425,7 @@ def bench_recall(*, size: int, queries: int, real_vectors: int | None = None) ->
     # worker threads keep spinning for a while after an encode, and on two
     # cores they would slow the database work measured right after them.
     without, with_embedding, embed_only = [], [], []
+    speed_before = speed_probe()
     show = progress_printer("recalls")
     started = time.monotonic()
     for n, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
@@ -435,6 +467,7 @@ def bench_recall(*, size: int, queries: int, real_vectors: int | None = None) ->
         "query_embedding": summary(embed_only),
         "load_outcomes": counts,
         "real_vectors": real_vectors if real_vectors is not None else "all",
+        "speed_probe": {"before": speed_before, "after": speed_probe()},
         "machine": machine(),
     }
 
@@ -580,6 +613,7 @@ def bench_hooks(
             api_key=created.key,
         )
     server_side = []
+    speed_before = speed_probe()
     show = progress_printer("hook calls")
     started = time.monotonic()
     for n, text in enumerate(texts):
@@ -685,5 +719,6 @@ def bench_hooks(
         "memflow_hook_end_to_end": _summary(end_to_end),
         "serve_cold_start_to_first_hook_ms": round(cold_start, 0) if cold_start else None,
         "real_vectors": real_vectors if real_vectors is not None else "all",
+        "speed_probe": {"before": speed_before, "after": speed_probe()},
         "machine": machine(),
     }
