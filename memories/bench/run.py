@@ -91,16 +91,20 @@ def speed_probe() -> dict[str, float]:
         cursor.execute("SELECT sum(g % 7) FROM generate_series(1, 300000) AS g")
         cursor.fetchone()
 
-    def median_ms(work: Any, *args: Any) -> float:
-        times = []
-        for _ in range(7):
-            started = time.perf_counter()
-            work(*args)
-            times.append((time.perf_counter() - started) * 1000)
-        return round(statistics.median(times), 1)
+    def ms(work: Any, *args: Any) -> float:
+        started = time.perf_counter()
+        work(*args)
+        return (time.perf_counter() - started) * 1000
 
+    python_times, postgres_times = [], []
     with connection.cursor() as cursor:
-        return {"python_ms": median_ms(python_work), "postgres_ms": median_ms(postgres_work, cursor)}
+        for _ in range(7):  # interleaved: both see the same moments of the machine
+            python_times.append(ms(python_work))
+            postgres_times.append(ms(postgres_work, cursor))
+    return {
+        "python_ms": round(statistics.median(python_times), 1),
+        "postgres_ms": round(statistics.median(postgres_times), 1),
+    }
 
 
 def data_dir() -> Path:
