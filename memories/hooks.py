@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from django.utils import timezone
 
+from contexts.errors import MemflowError
 from contexts.hooks import (
     Block,
     HookContext,
@@ -25,7 +26,6 @@ from contexts.hooks import (
     register_provider,
     register_starter,
 )
-from contexts.errors import MemflowError
 from contexts.models import SessionEvent, Workspace
 from memories import core, rendering, selectors, services
 from memories.conf import memory_setting

@@ -770,9 +770,7 @@ def lexical_arm(
     )
     if statement is None:
         return LexicalResult(hits=[], total_idf=0.0)
-    return LexicalResult(
-        hits=_lexical_hits(bound_rows(*statement)), total_idf=features.total_idf
-    )
+    return LexicalResult(hits=_lexical_hits(bound_rows(*statement)), total_idf=features.total_idf)
 
 
 def _query_idf_mass(idfs: dict[str, float], df: dict[str, int]) -> float:

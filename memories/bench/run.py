@@ -75,7 +75,7 @@ def machine() -> dict[str, Any]:
 def speed_probe() -> dict[str, float]:
     """How fast this machine is right now, as the time of two fixed workloads.
 
-    On a shared virtual machine the same code measures up to a third
+    On a shared virtual machine the same code measures up to a quarter
     slower in a busy hour. A bench reports these beside its figures, taken
     before and after its timed part, so that two runs can be told apart by
     the machine's speed as well as by their code. Lower is faster.

@@ -29,7 +29,9 @@ def test_the_worker_folds_what_captures_left_pending(acme):
     for n in range(40):
         services.memory_remember(
             workspace=acme,
-            item=RememberInput(text=f"deploy note {n}: the canary of billing-{n} runs in eu-west-{n % 3}"),
+            item=RememberInput(
+                text=f"deploy note {n}: the canary of billing-{n} runs in eu-west-{n % 3}"
+            ),
         )
     folded = tasks.index_pending_fold()
     assert folded["memory_text_trgm"] > 0  # 40 captures' trigrams were waiting
