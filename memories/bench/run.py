@@ -72,41 +72,6 @@ def machine() -> dict[str, Any]:
     }
 
 
-def speed_probe() -> dict[str, float]:
-    """How fast this machine is right now, as the time of two fixed workloads.
-
-    On a shared virtual machine the same code measures up to a quarter
-    slower in a busy hour. A bench reports these beside its figures, taken
-    before and after its timed part, so that two runs can be told apart by
-    the machine's speed as well as by their code. Lower is faster.
-    """
-
-    def python_work() -> int:
-        total = 0
-        for n in range(200_000):
-            total += n * n % 7
-        return total
-
-    def postgres_work(cursor: Any) -> None:
-        cursor.execute("SELECT sum(g % 7) FROM generate_series(1, 300000) AS g")
-        cursor.fetchone()
-
-    def ms(work: Any, *args: Any) -> float:
-        started = time.perf_counter()
-        work(*args)
-        return (time.perf_counter() - started) * 1000
-
-    python_times, postgres_times = [], []
-    with connection.cursor() as cursor:
-        for _ in range(7):  # interleaved: both see the same moments of the machine
-            python_times.append(ms(python_work))
-            postgres_times.append(ms(postgres_work, cursor))
-    return {
-        "python_ms": round(statistics.median(python_times), 1),
-        "postgres_ms": round(statistics.median(postgres_times), 1),
-    }
-
-
 def data_dir() -> Path:
     return Path(settings.MEMFLOW_DATA_DIR)
 
@@ -429,7 +394,6 @@ def bench_recall(*, size: int, queries: int, real_vectors: int | None = None) ->
     # worker threads keep spinning for a while after an encode, and on two
     # cores they would slow the database work measured right after them.
     without, with_embedding, embed_only = [], [], []
-    speed_before = speed_probe()
     show = progress_printer("recalls")
     started = time.monotonic()
     for n, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
@@ -471,7 +435,6 @@ def bench_recall(*, size: int, queries: int, real_vectors: int | None = None) ->
         "query_embedding": summary(embed_only),
         "load_outcomes": counts,
         "real_vectors": real_vectors if real_vectors is not None else "all",
-        "speed_probe": {"before": speed_before, "after": speed_probe()},
         "machine": machine(),
     }
 
@@ -616,8 +579,15 @@ def bench_hooks(
             user=user,
             api_key=created.key,
         )
+    # The hour's speed, in work that tracks it: B's slow hours slow a query's
+    # embedding by a fifth, while a fixed loop of Python and of SQL, timed
+    # alone, read the same in the fastest and the slowest hook runs.
+    embedding = []
+    for text in texts:
+        t0 = time.perf_counter()
+        get_embedder().encode_query(text)
+        embedding.append((time.perf_counter() - t0) * 1000)
     server_side = []
-    speed_before = speed_probe()
     show = progress_printer("hook calls")
     started = time.monotonic()
     for n, text in enumerate(texts):
@@ -722,7 +692,7 @@ def bench_hooks(
         "user_prompt_over_http": _summary(over_http),
         "memflow_hook_end_to_end": _summary(end_to_end),
         "serve_cold_start_to_first_hook_ms": round(cold_start, 0) if cold_start else None,
+        "query_embedding": _summary(embedding),
         "real_vectors": real_vectors if real_vectors is not None else "all",
-        "speed_probe": {"before": speed_before, "after": speed_probe()},
         "machine": machine(),
     }

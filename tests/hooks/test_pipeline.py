@@ -58,6 +58,9 @@ def test_a_prompt_recalls_with_ids_then_is_captured(acme, hook):
     assert captured.text == "how many times do payment webhooks retry?"
     assert captured.session is not None and captured.session.external_id == "cc-1"
     assert InjectionEvent.objects.filter(memory_id=fact.pk, kind="injected").count() == 1
+    fact.refresh_from_db()
+    assert fact.access_count == 1  # rehearsed in the capture's transaction
+    assert captured.access_count == 0  # a prompt never rehearses itself
 
 
 def test_a_prompt_too_long_to_store_still_recalls_and_rehearses(acme, hook):
