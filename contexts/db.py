@@ -17,13 +17,11 @@ only its parse is saved.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import psycopg
 from django.db import connection
 from django.db.models import Field, JSONField, Model
-
-M = TypeVar("M", bound=Model)
 
 # psycopg's own (compiled) timestamptz loader. Django's, which its connections
 # carry, is written in Python: at ~10 µs a value it was ~1 ms of each recall.

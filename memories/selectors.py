@@ -376,7 +376,7 @@ _LAST_ACCESSED, _ACCESS_COUNT, _SOURCE = (
 
 @dataclass
 class Seen:
-    """An entry's columns (_HIT_FIELDS), as read by the arm that found it."""
+    """An entry's columns (those of _HIT), as read by the arm that found it."""
 
     row: tuple[Any, ...]
 

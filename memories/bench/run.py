@@ -582,11 +582,7 @@ def bench_hooks(
     # The hour's speed, in work that tracks it: B's slow hours slow a query's
     # embedding by a fifth, while a fixed loop of Python and of SQL, timed
     # alone, read the same in the fastest and the slowest hook runs.
-    embedding = []
-    for text in texts:
-        t0 = time.perf_counter()
-        get_embedder().encode_query(text)
-        embedding.append((time.perf_counter() - t0) * 1000)
+    embedding = embedding_latency(selectors.embedder_for(workspace), texts)
     server_side = []
     show = progress_printer("hook calls")
     started = time.monotonic()
@@ -692,7 +688,7 @@ def bench_hooks(
         "user_prompt_over_http": _summary(over_http),
         "memflow_hook_end_to_end": _summary(end_to_end),
         "serve_cold_start_to_first_hook_ms": round(cold_start, 0) if cold_start else None,
-        "query_embedding": _summary(embedding),
+        "query_embedding": embedding,
         "real_vectors": real_vectors if real_vectors is not None else "all",
         "machine": machine(),
     }
