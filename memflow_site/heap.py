@@ -1,0 +1,35 @@
+"""A warmed-up process's long-lived objects, set aside from the garbage collector.
+
+A web process holds Django, torch, transformers, ONNX Runtime and the model:
+about 550,000 objects that live as long as the process. CPython's cyclic
+collector walks every one of them in each full (generation 2) collection,
+which took 300-600 ms on two cores with the GIL held: every request thread
+of the process stands still meanwhile. Once the process is warm, `settle`
+moves them to the permanent generation (`gc.freeze`), so a full collection
+walks only what was made since, a few milliseconds' worth.
+
+Nothing is leaked by it: frozen objects are still freed by reference
+counting when their last reference goes; only cycles among them wait.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+
+logger = logging.getLogger(__name__)
+
+
+def settle() -> int:
+    """Collect once, then freeze what survived; returns how many objects were frozen."""
+    started = time.monotonic()
+    gc.collect()
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    logger.info(
+        "%d long-lived objects set aside from the collector (%.0f ms)",
+        frozen,
+        (time.monotonic() - started) * 1000,
+    )
+    return frozen
