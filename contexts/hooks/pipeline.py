@@ -37,6 +37,7 @@ from contexts.hooks.registry import (
     starters_for,
 )
 from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
+from contexts.secrets import find_secret, redact_json
 from contexts.selectors import Access, workspace_access
 from memflow_site.side_threads import side_executor
 
@@ -188,9 +189,7 @@ def classify_prompt(payload: dict[str, Any]) -> tuple[str | None, str]:
         return None, "an automation heartbeat"
     if _MODEL_SWITCH.match(text):
         return None, "a model-switch notice"
-    from contexts.secrets import find_secret  # the one credential filter for every path
-
-    if find_secret(text):
+    if find_secret(text):  # the one credential filter for every path
         return None, "looks like it holds a credential"
     return text, ""
 
@@ -241,13 +240,15 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
             app=app[:64],
             cwd=_string(payload, "cwd"),
             device=_string(payload, "device")[:200],
-            params=payload.get("env") if isinstance(payload.get("env"), dict) else {},
+            params=redact_json(env) if isinstance(env := payload.get("env"), dict) else {},
         )
         session, created = _session_turn(new_session, turn=event == "user-prompt")
         SessionEvent.objects.create(
             session=session,
             kind=event,
-            payload=payload,
+            # Kept whole, unknown fields included, but never a credential: the
+            # log is shown in the dashboard and exported.
+            payload=redact_json(payload),
             turn=max(session.turns, 1),
             tokens=int(event_tokens(payload)),
         )

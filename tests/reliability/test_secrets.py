@@ -189,3 +189,70 @@ def test_check_deploy_passes_with_production_settings(tmp_path):
         if line.startswith("?: (")
     }
     assert found <= JUSTIFIED, result.stderr
+
+
+# --- the session log: the harness's JSON kept whole, credentials cut out -----------------
+
+
+@pytest.mark.parametrize("secret", CREDENTIALS.values(), ids=CREDENTIALS.keys())
+def test_the_session_log_keeps_every_field_but_no_credential(acme, bob, make_key, api, secret):
+    from contexts.models import AgentSession, SessionEvent
+
+    client = api(make_key(bob, workspace=acme))
+    body = {
+        "session_id": "cc-secret",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": text_with(secret),
+        "env": {"DSH_CONTEXT_TOKEN_HINT": f"export {secret}", "DSH_CONTEXT_MODE": "plan"},
+        "harness_extra": {"notes": [f"rotate {secret} soon", 7]},
+    }
+    answer = client.post("/api/v1/hooks/user-prompt", body, format="json")
+    assert answer.status_code == 200 and answer.json()["captured"] is False
+    tool = client.post(
+        "/api/v1/hooks/post-tool-use",
+        {
+            "session_id": "cc-secret",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"deploy --with '{secret}'"},
+            "tool_response": {"stdout": f"ok\n{secret}\ndone"},
+        },
+        format="json",
+    )
+    assert tool.status_code == 200
+    session = AgentSession.objects.get(workspace=acme, external_id="cc-secret")
+    stored = [e.payload for e in SessionEvent.objects.filter(session=session)]
+    stored.append(session.params)
+    dumped = repr(stored)
+    assert secret not in dumped
+    core_of_secret = secret.split("=")[-1].strip('"').replace("-----", "")
+    assert core_of_secret not in dumped
+    prompt_event, tool_event = stored[0], stored[1]
+    # Everything around the credential, and every field, is still there (a
+    # PEM header with no footer takes the rest of its string with it).
+    whole_rest = not secret.startswith("-----BEGIN")
+    assert prompt_event["prompt"].startswith("For the deploy, use ")
+    assert "[redacted: " in prompt_event["prompt"]
+    assert prompt_event["prompt"].endswith(" when the pipeline asks.") == whole_rest
+    assert prompt_event["harness_extra"]["notes"][1] == 7
+    assert prompt_event["env"]["DSH_CONTEXT_MODE"] == "plan"
+    assert session.params["DSH_CONTEXT_MODE"] == "plan"
+    assert tool_event["tool_response"]["stdout"].startswith("ok\n")
+    assert "[redacted: " in tool_event["tool_response"]["stdout"]
+    assert tool_event["tool_response"]["stdout"].endswith("\ndone") == whole_rest
+
+
+def test_redaction_leaves_ordinary_text_as_it_was_and_cuts_a_whole_pem_block():
+    from contexts.secrets import redact_json, redact_secrets
+
+    ordinary = "token budget: 2500 chars; password reset at /auth/reset (see RFC 6749)"
+    assert redact_secrets(ordinary) is ordinary
+    pem = (
+        "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow"
+        + "A" * 60
+        + "\n-----END RSA PRIVATE KEY-----\nafter"
+    )
+    assert redact_secrets(pem) == "key:\n[redacted: private key]\nafter"
+    cut = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA"
+    assert redact_secrets(cut) == "[redacted: private key]"
+    value = {"a": [1, None, True, {"b": "nothing here"}], "c": 2.5}
+    assert redact_json(value) == value
