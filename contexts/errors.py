@@ -63,6 +63,22 @@ class TooLarge(MemflowError):
     code = "request_too_large"
 
 
+class Busy(MemflowError):
+    """Refused for now to keep capacity for others; the client may retry after a while."""
+
+    status_code = 503
+    code = "busy"
+
+    def __init__(self, detail: str, *, retry_after: int = 2, code: str | None = None):
+        super().__init__(detail, code=code)
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class TooManyRequests(Busy):
+    status_code = 429
+    code = "too_many_requests"
+
+
 # DRF's own default codes are already stable names; these few are renamed so a
 # client sees one vocabulary whatever layer answered.
 _DRF_CODE_NAMES = {"invalid": "invalid", "error": "invalid"}
@@ -74,7 +90,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     from rest_framework.views import exception_handler as drf_exception_handler
 
     if isinstance(exc, MemflowError):
-        return Response(exc.as_json(), status=exc.status_code)
+        return Response(
+            exc.as_json(), status=exc.status_code, headers=getattr(exc, "headers", None)
+        )
     if isinstance(exc, RequestDataTooBig):
         # Django's own answer would be an HTML 400 page.
         too_large = TooLarge(

@@ -24,6 +24,7 @@ from contexts.dashboard import (
     workspace_for_page,
 )
 from contexts.errors import Invalid, MemflowError
+from contexts.flowctx.originals import original_response
 from contexts.forms import (
     ApiKeyForm,
     AssemblyPreviewForm,
@@ -108,10 +109,7 @@ def compression_detail(request: HtmxHttpRequest, slug: str, sha256: str) -> Http
     except MemflowError:
         raise Http404("No such original.") from None
     if request.GET.get("download"):
-        # Served as an opaque download, never rendered: originals are arbitrary tool output.
-        response = HttpResponse(bytes(ref.content), content_type="application/octet-stream")
-        response["Content-Disposition"] = f'attachment; filename="{ref.sha256[:16]}.bin"'
-        return response
+        return original_response(ref)  # a download, never a page
     context = {
         "workspace": workspace,
         "membership": membership,

@@ -178,6 +178,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # request thread, and a few for the MCP tools' threads and recall's second arm.
     web_env = dict(env)
     web_env.setdefault("MEMFLOW_DB_POOL", "serve")
+    web_env.setdefault("MEMFLOW_STATEMENT_TIMEOUT_MS", str(settings.WEB_STATEMENT_TIMEOUT_MS))
     children: dict[str, subprocess.Popen[bytes]] = {
         "web": subprocess.Popen(
             [
@@ -509,6 +510,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     if what in ("dedupe", "all"):
         results.append(run.bench_dedupe(size=args.size or 20000, sample=args.sample))
+    if what in ("fairness", "all"):
+        from memories.bench.fairness import bench_fairness
+
+        results.append(
+            bench_fairness(
+                size=args.size or 100000,
+                prompts=min(args.queries, 200),
+                real_vectors=args.real_vectors,
+            )
+        )
     for result in results:
         print(json.dumps(result, indent=2, default=str), flush=True)
     return 0
@@ -668,7 +679,8 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="measure speed and recall quality (see README, Performance)"
     )
     bench.add_argument(
-        "what", choices=["quality", "recall", "import", "dedupe", "hooks", "projection", "all"]
+        "what",
+        choices=["quality", "recall", "import", "dedupe", "hooks", "fairness", "projection", "all"],
     )
     bench.add_argument("--size", type=int, help="memories in the bench workspace")
     bench.add_argument(

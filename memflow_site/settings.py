@@ -57,6 +57,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -102,8 +103,24 @@ else:
 # recall's second arm (memories.selectors.beside), which takes a connection
 # only when one is free.
 MEMFLOW_WEB_THREADS = env_int("MEMFLOW_WEB_THREADS", 8, minimum=1)
+# Threads of their own for `/api/v1/hooks/`: no number of slow API or
+# dashboard requests can leave a prompt hook waiting for a thread.
+MEMFLOW_HOOK_THREADS = env_int("MEMFLOW_HOOK_THREADS", 4, minimum=1)
 WEB_POOL_SPARE = 4
-SERVE_DB_POOL = MEMFLOW_WEB_THREADS + WEB_POOL_SPARE
+SERVE_DB_POOL = MEMFLOW_WEB_THREADS + MEMFLOW_HOOK_THREADS + WEB_POOL_SPARE
+# Reads that scan a library (conflicts, insights, stats) take turns so they
+# cannot take the cores from the hooks (contexts/fairness.py).
+MEMFLOW_HEAVY_READS = env_int("MEMFLOW_HEAVY_READS", 1, minimum=1)
+MEMFLOW_HEAVY_WAIT_S = env_int("MEMFLOW_HEAVY_WAIT_S", 10, minimum=0)
+MEMFLOW_HEAVY_STATEMENT_MS = env_int("MEMFLOW_HEAVY_STATEMENT_MS", 5000, minimum=100)
+# API requests one credential may have in flight per web process (hooks aside);
+# past it, 429 with Retry-After before any thread is taken (memflow_site/fairness.py).
+MEMFLOW_KEY_CONCURRENCY = env_int("MEMFLOW_KEY_CONCURRENCY", 4, minimum=1)
+# A ceiling on every statement of a web process; `memflow serve` sets it for
+# its web processes (WEB_STATEMENT_TIMEOUT_MS), 0 elsewhere (the worker's and
+# the CLI's long jobs, the tests).
+WEB_STATEMENT_TIMEOUT_MS = 15_000
+MEMFLOW_STATEMENT_TIMEOUT_MS = env_int("MEMFLOW_STATEMENT_TIMEOUT_MS", 0, minimum=0)
 # A pool of open connections (psycopg_pool, through Django's own support)
 # when MEMFLOW_DB_POOL is its largest size, or `serve` for SERVE_DB_POOL:
 # `memflow serve` sets that for its web processes, where opening a connection
@@ -126,6 +143,11 @@ if MEMFLOW_DB_POOL:
 else:
     _database["CONN_MAX_AGE"] = env_int("MEMFLOW_DB_CONN_MAX_AGE", 0, minimum=0)
 _database["CONN_HEALTH_CHECKS"] = True
+if MEMFLOW_STATEMENT_TIMEOUT_MS:
+    _options = _database.setdefault("OPTIONS", {})
+    _options["options"] = (
+        f"{_options.get('options', '')} -c statement_timeout={MEMFLOW_STATEMENT_TIMEOUT_MS}"
+    ).strip()
 # Two test runs on one server (two checkouts, CI and a developer) each need
 # their own throw-away database.
 _database["TEST"] = {"NAME": env_str("MEMFLOW_TEST_DATABASE") or None}
@@ -237,6 +259,24 @@ CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cook
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
+# Every script and style the dashboard uses is a file of its own (htmx is
+# vendored), so pages allow nothing inline and nothing from elsewhere; an
+# injected tag or handler never runs. Stored originals carry a stricter
+# sandboxing policy of their own (contexts/flowctx/originals.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 SESSION_COOKIE_SECURE = env_bool("MEMFLOW_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from contexts import api as contexts_api
 from contexts.hooks.api import HookApi
@@ -11,7 +11,7 @@ from memflow_site.health import HealthApi
 api_v1: list[URLPattern | URLResolver] = [
     path("health", HealthApi.as_view(), name="api-health"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("workspaces/", contexts_api.WorkspaceListCreateApi.as_view(), name="api-workspace-list"),
     path("keys/", contexts_api.KeyListCreateApi.as_view(), name="api-key-list"),
     path("keys/<int:key_id>/", contexts_api.KeyRevokeApi.as_view(), name="api-key-detail"),

@@ -19,12 +19,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Avg, Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 from psycopg_pool import PoolTimeout
 
 from contexts.db import Columns, bound_rows
 from contexts.errors import NotFound
+from contexts.fairness import heavy_read
 from contexts.models import Workspace
 from memflow_site.side_threads import side_executor
 from memories import embeddings, lexical
@@ -1183,7 +1184,7 @@ def memory_conflicts(
         WHERE n.cos >= %(t)s AND n.norm_hash <> r.norm_hash
         ORDER BY n.cos DESC LIMIT %(limit)s
     """
-    with connection.cursor() as cursor:
+    with heavy_read("conflicts"), connection.cursor() as cursor:
         cursor.execute(sql, params)
         pairs = cursor.fetchall()
     rows = Memory.objects.select_related("workspace", "session").in_bulk(
@@ -1212,7 +1213,7 @@ def memory_fading(
           AND {retention_sql("%(now)s", "%(tau)s")} < %(below)s
         ORDER BY r ASC LIMIT %(limit)s
     """
-    with connection.cursor() as cursor:
+    with heavy_read("insights"), connection.cursor() as cursor:
         cursor.execute(
             sql, {"ws": workspace.pk, "now": now, "tau": tau, "below": below, "limit": limit}
         )
@@ -1288,6 +1289,11 @@ def session_pack(
 
 def memory_stats(*, workspace: Workspace, now: datetime | None = None) -> dict[str, Any]:
     now = now or timezone.now()
+    with heavy_read("stats"):
+        return _memory_stats(workspace=workspace, now=now)
+
+
+def _memory_stats(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
     all_rows = Memory.objects.filter(workspace=workspace)
     current = all_rows.filter(valid_to__isnull=True)
 
@@ -1300,10 +1306,12 @@ def memory_stats(*, workspace: Workspace, now: datetime | None = None) -> dict[s
     aggregate = current.aggregate(
         total=Count("id"),
         accessed=Count("id", filter=Q(access_count__gt=0)),
+        access_mean=Avg("access_count"),
+        access_max=Max("access_count"),
+        oldest=Min("created_at"),
+        newest=Max("created_at"),
     )
-    oldest = current.order_by("created_at").values_list("created_at", flat=True).first()
-    newest = current.order_by("-created_at").values_list("created_at", flat=True).first()
-    access = list(current.values_list("access_count", flat=True))
+    oldest, newest = aggregate["oldest"], aggregate["newest"]
     return {
         "current": aggregate["total"],
         "superseded": all_rows.filter(valid_to__isnull=False).count(),
@@ -1312,8 +1320,8 @@ def memory_stats(*, workspace: Workspace, now: datetime | None = None) -> dict[s
         "by_compartment": counts("compartment"),
         "state_keys": current.exclude(state_key="").count(),
         "never_accessed": aggregate["total"] - aggregate["accessed"],
-        "access_count_mean": (sum(access) / len(access)) if access else 0.0,
-        "access_count_max": max(access, default=0),
+        "access_count_mean": float(aggregate["access_mean"] or 0.0),
+        "access_count_max": aggregate["access_max"] or 0,
         "oldest_age_days": round((now - oldest).total_seconds() / 86400, 2) if oldest else None,
         "newest_age_days": round((now - newest).total_seconds() / 86400, 2) if newest else None,
     }
@@ -1326,6 +1334,11 @@ def ledger_summary(
     *, workspace: Workspace, session_id: str | None = None, top: int = 10
 ) -> dict[str, Any]:
     """Injection → use rates: of the ids injected into a session, how many were then used."""
+    with heavy_read("ledger"):
+        return _ledger_summary(workspace=workspace, session_id=session_id, top=top)
+
+
+def _ledger_summary(*, workspace: Workspace, session_id: str | None, top: int) -> dict[str, Any]:
     events = InjectionEvent.objects.filter(workspace=workspace)
     if session_id is not None:
         events = events.filter(session__external_id=session_id)

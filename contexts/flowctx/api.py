@@ -25,6 +25,7 @@ from contexts.auth import request_user
 from contexts.errors import Invalid
 from contexts.flowctx import selectors, services, tasks
 from contexts.flowctx.conf import flowctx_setting
+from contexts.flowctx.originals import original_response
 from contexts.models import CompressionRef, Scratchpad, SummaryNode
 from contexts.services import agent_session_get_or_create
 
@@ -135,13 +136,13 @@ class CompressionDetailApi(WorkspaceApiView):
     @extend_schema(
         operation_id="compression_get",
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
-        description="The original, byte for byte, with the content type it was stored with.",
+        description="The original, byte for byte, as an attachment: the stored content type when it "
+        "is inert text or data (else `application/octet-stream`), the stored one in "
+        "`X-Memflow-Content-Type`.",
     )
     def get(self, request: Request, slug: str, sha256: str) -> HttpResponse:
         ref = selectors.compression_get(workspace=self.workspace, sha256=sha256)
-        response = HttpResponse(bytes(ref.content), content_type=ref.content_type)
-        response["X-Memflow-Sha256"] = ref.sha256
-        return response
+        return original_response(ref)
 
     @extend_schema(
         operation_id="compression_pin", request=InputSerializer, responses=CompressionRefOutput

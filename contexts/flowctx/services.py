@@ -21,6 +21,7 @@ from contexts.flowctx import planning
 from contexts.flowctx.conf import flowctx_setting
 from contexts.flowctx.llm import LlmConfig
 from contexts.flowctx.notes import NoteEvent, note_build, note_events
+from contexts.flowctx.originals import content_type_clean
 from contexts.flowctx.projection import Projection, project
 from contexts.models import (
     AgentSession,
@@ -85,6 +86,7 @@ def compression_store(
             f"{len(content):,}.",
             code="too_large",
         )
+    content_type = content_type_clean(content_type)
     now = now or timezone.now()
     sha = hashlib.sha256(content).hexdigest()
     text = content.decode("utf-8", errors="replace")
@@ -98,7 +100,7 @@ def compression_store(
         sha=sha,
         defaults={
             "content": content,
-            "content_type": content_type[:200],
+            "content_type": content_type,
             "size": len(content),
             "kind": projection.kind if projection else "",
             "projected_chars": projection.projected_chars if projection else None,

@@ -51,6 +51,7 @@ from django.utils import timezone
 
 from contexts import services as context_services
 from contexts.errors import Invalid, MemflowError
+from contexts.flowctx import originals
 from contexts.flowctx import services as flowctx_services
 from contexts.models import (
     AgentSession,
@@ -810,7 +811,7 @@ def _compression_import(
             stored = flowctx_services.compression_store(
                 workspace=workspace,
                 content=content,
-                content_type=str(line.get("content_type") or "text/plain; charset=utf-8"),
+                content_type=_importable_type(line.get("content_type")),
                 tool_name=str(line.get("tool_name") or ""),
                 exit_code=exit_code
                 if isinstance(exit_code := line.get("exit_code"), int)
@@ -825,3 +826,9 @@ def _compression_import(
             report.added["compression refs"] += 1
         else:
             report.added["compression pins"] += 1
+
+
+def _importable_type(value: object) -> str:
+    """An archive's content type, or bytes when it is not a valid one: the original still lands."""
+    text = str(value or originals.DEFAULT_TEXT).strip()
+    return text if originals.is_valid_content_type(text) else originals.DEFAULT_BINARY

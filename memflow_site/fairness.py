@@ -1,0 +1,88 @@
+"""One credential cannot hold every web thread.
+
+An ASGI wrapper in front of Django's thread pool (asgi.py), so a refusal
+costs no thread: each API request (hooks aside: they have threads of their
+own) is counted against the credential it carries, its Authorization header
+or its session cookie, or else the client's address. Past
+`MEMFLOW_KEY_CONCURRENCY` requests in flight in this process, the next is
+answered at once with 429 `too_many_concurrent_requests` and a Retry-After.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from http.cookies import SimpleCookie
+
+from a2wsgi.asgi_typing import ASGIApp, Receive, Scope, Send
+from django.conf import settings
+
+API_PREFIX = "/api/v1/"
+HOOK_PREFIX = "/api/v1/hooks/"
+
+
+class CredentialLimit:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        # One event loop per process: the counter needs no lock.
+        self.in_flight: Counter[str] = Counter()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if not path.startswith(API_PREFIX) or path.startswith(HOOK_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        who = credential_of(scope)
+        limit = settings.MEMFLOW_KEY_CONCURRENCY
+        if self.in_flight[who] >= limit:
+            await _refuse(send, limit)
+            return
+        self.in_flight[who] += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight[who] -= 1
+            if not self.in_flight[who]:
+                del self.in_flight[who]
+
+
+def credential_of(scope: Scope) -> str:
+    """A stable, non-reversible name for what authenticates the request."""
+    headers = {name.lower(): value for name, value in scope.get("headers", [])}
+    raw = headers.get(b"authorization", b"").decode("latin-1")
+    if not raw and b"cookie" in headers:
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers[b"cookie"].decode("latin-1"))
+        except Exception:  # a malformed cookie header authenticates nothing
+            cookie = SimpleCookie()
+        morsel = cookie.get(settings.SESSION_COOKIE_NAME)
+        raw = f"session:{morsel.value}" if morsel else ""
+    if not raw:
+        client = scope.get("client") or ("", 0)
+        raw = f"addr:{client[0]}"
+    return hashlib.sha256(raw.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+async def _refuse(send: Send, limit: int) -> None:
+    body = json.dumps(
+        {
+            "code": "too_many_concurrent_requests",
+            "detail": f"This credential already has {limit} requests in flight; "
+            "wait for one to finish.",
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 429,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", b"1"),
+            ],
+            "trailers": False,
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
