@@ -122,6 +122,8 @@ class CoreView:
     limit: int
     version: int
     lines: list[str] = field(default_factory=list)
+    # USER belongs to its user: another member learns that it exists, not what it says.
+    hidden: bool = False
 
     @property
     def chars(self) -> int:
@@ -489,21 +491,60 @@ def core_freeze(*, session: AgentSession) -> dict[str, Any]:
     return snapshot
 
 
-def core_snapshot_views(*, session: AgentSession) -> dict[str, CoreView]:
-    """What this session is shown: its frozen documents; nothing if it never started."""
+USER_BLOCK = "memflow:core-user"
+
+
+def sees_user_document(*, viewer: User | None, session: AgentSession) -> bool:
+    """Only the session's own user reads the USER document frozen into it."""
+    return viewer is not None and session.user_id is not None and viewer.pk == session.user_id
+
+
+def core_snapshot_views(*, session: AgentSession, viewer: User | None) -> dict[str, CoreView]:
+    """What this session is shown: its frozen documents; nothing if it never started.
+
+    USER is shown to the session's own user only; anyone else gets it `hidden`.
+    """
     snapshot = session.core_snapshot or {}
     views: dict[str, CoreView] = {}
+    private = not sees_user_document(viewer=viewer, session=session)
     for scope in ("user", "memory"):
         frozen = snapshot.get(scope)
-        if frozen:
+        if not frozen:
+            continue
+        if scope == "user" and private:
             views[scope] = CoreView(
                 scope=scope,
-                content=frozen["content"],
+                content="",
                 limit=frozen["limit"],
                 version=frozen["version"],
-                lines=parse_lines(frozen["content"]),
+                hidden=True,
             )
+            continue
+        views[scope] = CoreView(
+            scope=scope,
+            content=frozen["content"],
+            limit=frozen["limit"],
+            version=frozen["version"],
+            lines=parse_lines(frozen["content"]),
+        )
     return views
+
+
+def snapshot_for(*, session: AgentSession, viewer: User | None) -> dict[str, Any]:
+    """The frozen snapshot as `viewer` may see it (USER's text only for its own user)."""
+    snapshot = dict(session.core_snapshot or {})
+    if snapshot.get("user") and not sees_user_document(viewer=viewer, session=session):
+        snapshot["user"] = {**snapshot["user"], "content": "", "hidden": True}
+    return snapshot
+
+
+def injected_block_text(
+    *, name: str, text: str, viewer: User | None, session: AgentSession
+) -> tuple[str, bool]:
+    """A recorded block's text as `viewer` may read it, and whether it was withheld."""
+    if name == USER_BLOCK and not sees_user_document(viewer=viewer, session=session):
+        return "", True
+    return text, False
 
 
 # --- the archive tier ------------------------------------------------------------------------

@@ -29,6 +29,7 @@ class CoreViewOutput(serializers.Serializer):
     percent = serializers.IntegerField()
     version = serializers.IntegerField()
     rendered = serializers.CharField()
+    hidden = serializers.BooleanField(help_text="USER of another member: shown to them only")
 
 
 def view_json(view: core.CoreView) -> dict[str, Any]:
@@ -40,7 +41,8 @@ def view_json(view: core.CoreView) -> dict[str, Any]:
         "limit": view.limit,
         "percent": view.percent,
         "version": view.version,
-        "rendered": view.rendered,
+        "rendered": view.rendered if not view.hidden else "",
+        "hidden": view.hidden,
     }
 
 
@@ -78,7 +80,7 @@ class CoreApi(MemoryApiView):
             session = AgentSession.objects.filter(
                 workspace=self.workspace, external_id=external_id
             ).first()
-            views = core.core_snapshot_views(session=session) if session else {}
+            views = core.core_snapshot_views(session=session, viewer=user) if session else {}
             return Response(
                 {
                     "user": view_json(views[CoreMemory.Scope.USER])
@@ -270,7 +272,8 @@ class CoreFreezeApi(MemoryApiView):
         data.is_valid(raise_exception=True)
         session = self.session_for(request, data.validated_data["session"])
         assert session is not None
-        return Response(core.core_freeze(session=session))
+        core.core_freeze(session=session)
+        return Response(core.snapshot_for(session=session, viewer=request_user(request)))
 
 
 class ArchiveRecallApi(MemoryApiView):

@@ -117,7 +117,7 @@ def protocol_block(ctx: HookContext) -> Block | None:
 def core_blocks(ctx: HookContext) -> Iterable[Block]:
     if not ctx.constant:
         return []
-    views = core.core_snapshot_views(session=ctx.session)
+    views = core.core_snapshot_views(session=ctx.session, viewer=ctx.session.user)
     blocks = []
     for scope, order in (("user", 50), ("memory", 51)):
         view = views.get(scope)

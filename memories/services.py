@@ -599,8 +599,14 @@ def memory_supersede(
                 user=user,
                 session=session,
             )
-        elif _reaches(start=by, target=locked):
-            raise Conflict("That supersede would make a cycle.", code="supersede_cycle")
+        else:
+            # What was checked before the lock may have changed since: two requests
+            # superseding two entries by each other both passed it, and both retired.
+            by = Memory.objects.select_for_update().get(pk=by.pk)
+            if by.valid_to is not None:
+                raise Conflict(f"Memory #{by.pk} is itself superseded.", code="already_superseded")
+            if _reaches(start=by, target=locked):
+                raise Conflict("That supersede would make a cycle.", code="supersede_cycle")
         now = timezone.now()
         if locked.state_key and not by.state_key:
             # The successor takes over the state key, so the chain stays one chain.

@@ -635,7 +635,11 @@ def _first_text(payload: dict[str, Any], *keys: str) -> str:
 
 
 def _event_view(
-    event: SessionEvent, marks: dict[int, list[memory_dash.Mark]], known: set[int]
+    event: SessionEvent,
+    marks: dict[int, list[memory_dash.Mark]],
+    known: set[int],
+    viewer: Any,
+    session: Any,
 ) -> dict[str, Any]:
     payload = event.payload if isinstance(event.payload, dict) else {}
     view: dict[str, Any] = {"event": event, "kind": event.kind, "json": _payload_json(payload)}
@@ -645,12 +649,17 @@ def _event_view(
             if not isinstance(block, dict):
                 continue
             ids = [int(i) for i in block.get("memory_ids") or [] if isinstance(i, int)]
+            name = str(block.get("name", ""))
+            text, withheld = core.injected_block_text(
+                name=name, text=str(block.get("text", "")), viewer=viewer, session=session
+            )
             blocks.append(
                 {
-                    "name": str(block.get("name", "")),
+                    "name": name,
                     "order": block.get("order"),
-                    "why": _block_origin(str(block.get("name", ""))),
-                    "text": str(block.get("text", "")),
+                    "why": _block_origin(name),
+                    "text": text,
+                    "withheld": withheld,
                     "sha256": str(block.get("sha256", "")),
                     "memories": [
                         {
@@ -708,7 +717,7 @@ def session_detail(request: HtmxHttpRequest, slug: str, session_id: int) -> Http
         "membership": membership,
         "session": session,
         "page": page,
-        "events": [_event_view(e, marks, known) for e in page.object_list],
+        "events": [_event_view(e, marks, known, request.user, session) for e in page.object_list],
         "ledger_rows": ledger_rows,
         "ledger_ids": len(marks),
         "ledger_unlisted": len(marks) - len(listed),

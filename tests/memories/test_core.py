@@ -118,15 +118,15 @@ def test_sessions_see_the_documents_frozen_at_their_start(acme, alice):
     core.core_freeze(session=first)
     add(acme, "Fact two, written during the first session")
     first.refresh_from_db()
-    assert core.core_snapshot_views(session=first)[MEMORY].lines == ["Fact one §"]
+    assert core.core_snapshot_views(session=first, viewer=None)[MEMORY].lines == ["Fact one §"]
     core.core_freeze(session=first)  # a second freeze keeps the first
-    assert core.core_snapshot_views(session=first)[MEMORY].lines == ["Fact one §"]
+    assert core.core_snapshot_views(session=first, viewer=None)[MEMORY].lines == ["Fact one §"]
     second = context_services.agent_session_get_or_create(
         workspace=acme, external_id="s2", user=alice
     )
     core.core_freeze(session=second)
-    assert len(core.core_snapshot_views(session=second)[MEMORY].lines) == 2
-    assert core.core_snapshot_views(session=never_started) == {}
+    assert len(core.core_snapshot_views(session=second, viewer=None)[MEMORY].lines) == 2
+    assert core.core_snapshot_views(session=never_started, viewer=None) == {}
 
 
 def test_revisions_record_everything_and_revert_restores(acme, alice):

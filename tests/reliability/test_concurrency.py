@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from memories import services
 from memories.models import CoreMemory, CoreRevision, Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,3 +92,38 @@ def test_fifty_concurrent_writes_to_one_state_key_keep_one_current_value(live, a
     )
     assert lookup.status_code == 200
     assert lookup.json()["memory"]["id"] == current[0].pk
+
+
+ROUNDS = 10
+
+
+def test_two_entries_superseded_by_each_other_at_once_leave_one_current(
+    live, acme, bob, make_key
+):
+    """Each round, A→B and B→A race: one wins, the other is refused, the fact stays current."""
+    keys = [make_key(bob), make_key(bob)]
+    for round_ in range(ROUNDS):
+        a, b = (
+            services.memory_remember(
+                workspace=acme,
+                item=services.RememberInput(text=f"Round {round_}: the {word} deploys at nine"),
+            ).memory
+            for word in ("blue service", "green service")
+        )
+        barrier = threading.Barrier(2)
+
+        def supersede(
+            key: str, old: int, new: int, barrier: threading.Barrier = barrier
+        ) -> httpx.Response:
+            with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+                barrier.wait()
+                return client.post(
+                    f"{live.url}/api/v1/workspaces/acme/memories/{old}/supersede/",
+                    json={"by": new},
+                )
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            answers = list(pool.map(supersede, keys, [a.pk, b.pk], [b.pk, a.pk]))
+        assert sorted(r.status_code for r in answers) == [200, 409], [r.text for r in answers]
+        current = Memory.objects.filter(pk__in=[a.pk, b.pk], valid_to__isnull=True)
+        assert current.count() == 1, f"round {round_}: both retired"
