@@ -9,6 +9,7 @@ API contract: clients branch on them, so they never change once published.
 from __future__ import annotations
 
 import io
+import math
 import re
 from typing import Any
 
@@ -168,6 +169,15 @@ class SafeJSONParser(JSONParser):
 def _checked(value: Any, depth: int, max_depth: int, clean: bool) -> Any:
     if isinstance(value, str):
         return _checked_text(value, clean)
+    if isinstance(value, float) and not math.isfinite(value):
+        # `1e400` parses as infinity, which jsonb cannot hold. A hook keeps its
+        # event with the number as the text it was; elsewhere it is refused.
+        if clean:
+            return repr(value)
+        raise drf_exceptions.ParseError(
+            "A number in the JSON is out of range (it would be infinite).",
+            code="number_out_of_range",
+        )
     if not isinstance(value, (dict, list)):
         return value
     if depth >= max_depth:

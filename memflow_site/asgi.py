@@ -24,6 +24,7 @@ from a2wsgi.asgi_typing import Receive, Scope, Send
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
+from memflow_site.bodies import ChunkedBodies
 from memflow_site.fairness import HOOK_PREFIX, CredentialLimit
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memflow_site.settings")
@@ -42,7 +43,7 @@ async def _django(scope: Scope, receive: Receive, send: Send) -> None:
     await (_hooks if is_hook else _web)(scope, receive, send)
 
 
-django_application = CredentialLimit(_django)
+django_application = CredentialLimit(ChunkedBodies(_django))
 
 
 # Imported once Django is set up: the MCP tools import models.

@@ -220,6 +220,9 @@ def database_backup(*, path: Path, out: IO[str] | None = sys.stderr) -> BackupRe
     if not path.parent.is_dir():
         raise BackupError(f"The directory {path.parent} does not exist.", code="invalid_path")
     partial = path.with_name(path.name + ".partial")
+    # Created owner-only before pg_dump writes into it: a backup holds every memory and key hash.
+    partial.unlink(missing_ok=True)
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     _say(out, f"Backing up {target.label} ({len(tables)} tables) to {path}")
     started = time.monotonic()
     process = subprocess.Popen(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from typing import Any
 from http.cookies import SimpleCookie
 
 from a2wsgi.asgi_typing import ASGIApp, Receive, Scope, Send
@@ -49,7 +50,8 @@ class CredentialLimit:
 
 def credential_of(scope: Scope) -> str:
     """A stable, non-reversible name for what authenticates the request."""
-    headers = {name.lower(): value for name, value in scope.get("headers", [])}
+    pairs: Any = scope.get("headers", [])
+    headers = {name.lower(): value for name, value in pairs}
     raw = headers.get(b"authorization", b"").decode("latin-1")
     if not raw and b"cookie" in headers:
         cookie = SimpleCookie()
@@ -60,7 +62,7 @@ def credential_of(scope: Scope) -> str:
         morsel = cookie.get(settings.SESSION_COOKIE_NAME)
         raw = f"session:{morsel.value}" if morsel else ""
     if not raw:
-        client = scope.get("client") or ("", 0)
+        client: Any = scope.get("client") or ("", 0)
         raw = f"addr:{client[0]}"
     return hashlib.sha256(raw.encode("utf-8", "replace")).hexdigest()[:32]
 

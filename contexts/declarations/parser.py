@@ -410,7 +410,10 @@ def _quoted(content: str, start: int, line: int) -> tuple[str, int]:
             pos += 1
             continue
         if char == '"':
-            return "".join(out), pos + 1
+            value = "".join(out)
+            if "\x00" in value:  # YAML allows it; Postgres text cannot hold it
+                raise DeclarationError("a quoted string may not hold NUL (\\0)", line=line)
+            return value, pos + 1
         if char == "\\":
             pos += 1
             if pos >= len(content):

@@ -6,7 +6,8 @@
 - `/mcp` and `/mcp/…`: Host checked against `ALLOWED_HOSTS`, then the
   bearer key and the workspace resolved (`caller.caller_resolve`) in
   Django's sync thread. Failures answer like the REST API does, JSON
-  `{"code", "detail"}` with 401 / 404 / 400, before the SDK sees anything.
+  `{"code", "detail"}` with 401 / 404 / 400 (429 with Retry-After past the
+  limit of wrong keys), before the SDK sees anything.
   The resolved caller rides in the ASGI scope to the tools.
 - anything else: Django, untouched.
 """
@@ -45,10 +46,10 @@ def host_allowed(host: str) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-def _resolve(authorization: str, params: Mapping[str, str]) -> Caller:
+def _resolve(authorization: str, params: Mapping[str, str], address: str) -> Caller:
     close_old_connections()
     try:
-        return caller_resolve(authorization=authorization, params=params)
+        return caller_resolve(authorization=authorization, params=params, address=address)
     finally:
         close_old_connections()
 
@@ -123,14 +124,71 @@ class McpEndpoint:
             )
             return
         params = QueryParams(scope.get("query_string", b""))
+        client = scope.get("client") or ("", 0)
         try:
             caller = await sync_to_async(_resolve, thread_sensitive=True)(
-                headers.get("authorization", ""), dict(params)
+                headers.get("authorization", ""), dict(params), str(client[0])
             )
         except MemflowError as exc:
-            # As DRF does for the REST API: a 401 names the scheme to use.
-            extra = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+            # As DRF does for the REST API: a 401 names the scheme to use; a
+            # 429 says when to come back.
+            extra = dict(getattr(exc, "headers", None) or {})
+            if exc.status_code == 401:
+                extra["WWW-Authenticate"] = "Bearer"
             await send_json(send, exc.status_code, exc.as_json(), extra)
             return
         scope[SCOPE_KEY] = caller
+        if scope.get("method") == "POST":
+            body, refusal = await _read_checked_body(receive)
+            if refusal is not None:
+                await send_json(send, 400, refusal)
+                return
+            receive = _replay(body, receive)
         await self.manager.handle_request(scope, receive, send)
+
+
+async def _read_checked_body(receive: Receive) -> tuple[bytes, dict[str, str] | None]:
+    """The whole body, or why it is refused: what the SDK would answer with a 500."""
+    chunks: list[bytes] = []
+    size = 0
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 10 * 2**20
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"", {
+                "code": "request_too_large",
+                "detail": f"The body is over {limit:,} bytes.",
+            }
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    body = b"".join(chunks)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body, {"code": "invalid_utf8", "detail": "The body is not valid UTF-8."}
+    try:
+        json.loads(text)
+    except RecursionError:
+        return body, {"code": "json_too_deep", "detail": "The JSON is nested too deeply."}
+    except ValueError:
+        pass  # not JSON: the SDK answers that itself, as a JSON-RPC parse error
+    return body, None
+
+
+def _replay(body: bytes, original: Receive) -> Receive:
+    """The body read once, given again; after it, the client's own messages (a disconnect)."""
+    sent = False
+
+    async def receive() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await original()
+
+    return receive

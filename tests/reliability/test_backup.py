@@ -99,6 +99,7 @@ def test_a_backup_restored_into_a_fresh_database_brings_everything_back(
     made = memflow("backup", str(file), env=source)
     backed_up = time.monotonic() - started
     assert file.is_file() and not Path(f"{file}.partial").exists()
+    assert file.stat().st_mode & 0o777 == 0o600  # every memory and key hash: owner only
     assert "memories_memory" in made.stderr  # progress, table by table
     assert "Backup complete" in made.stderr
 
