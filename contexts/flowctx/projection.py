@@ -147,6 +147,7 @@ _TRACEBACK = re.compile(r"\nTraceback \(most recent call last\):\n")
 # `path:12:text` (grep -n, git grep -n, rg); the path needs a letter, dot or slash, so a
 # clock (`12:30:45`) is not a path.
 _HIT_LINE = re.compile(r"(?=[^\s:]*[A-Za-z/._])[^\s:]+([:-])\d+\1")
+_TIMESTAMPED = re.compile(r"\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}")
 _LOG_LINE = re.compile(
     r"""\[?\d{4}-\d{2}-\d{2}[T\ ]\d{1,2}:\d{2}          # ISO timestamp
       | \[?\d{1,2}:\d{2}:\d{2}                          # clock
@@ -205,7 +206,9 @@ def _detect(text: str, *, tool_name: str | None) -> tuple[str, Any]:
     if _DIAGNOSTIC.search(sample):
         return "log", None
     lines = _sample_lines(sample)
-    if _share(lines, _HIT_LINE) >= (0.3 if hint == "search" else 0.6):
+    # `2026-12-01T10:00:00Z` has the shape of `name-12-…`: a timestamped line is no hit.
+    untimed = [line if not _TIMESTAMPED.match(line) else "" for line in lines]
+    if _share(untimed, _HIT_LINE) >= (0.3 if hint == "search" else 0.6):
         return "search", None
     if _share(lines, _LOG_LINE) >= 0.5:
         return "log", None
