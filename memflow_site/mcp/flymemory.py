@@ -24,6 +24,7 @@ from mcp.types import CallToolResult
 from contexts.errors import Invalid
 from contexts.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
+from memflow_site.porting.flymemory import split_tags
 from memories import rendering, selectors, services
 from memories.api import (
     AutoApi,
@@ -124,7 +125,7 @@ def _hit_lines(hits: Sequence[selectors.Hit], now: datetime, width: int = 160) -
 async def flymemory_remember(
     ctx: Context,
     text: str,
-    tags: str = "",
+    tags: str | list[str] = "",
     compartment: str = "",
     state_key: str = "",
     state_value: str = "",
@@ -139,7 +140,8 @@ async def flymemory_remember(
 
     Args:
         text: what to remember
-        tags: optional comma-separated tags (kept in the entry's metadata)
+        tags: optional tags, a list or comma-separated (kept in the entry's metadata;
+            `comp:<name>` sets the compartment and `app:<name>` the app, as FlyMemory's do)
         compartment: optional topic partition; recall with the same compartment to scope
         state_key: optional entity-state key (e.g. "user.phone"); remembering with the
             same key supersedes the older current value
@@ -148,16 +150,19 @@ async def flymemory_remember(
     """
 
     def body(call: Call) -> Answer:
-        tag_list = [t.strip() for t in tags.split(",") if t.strip()]
+        given = tags.split(",") if isinstance(tags, str) else [str(t) for t in tags]
+        chosen, app, tag_list = split_tags(
+            [t.strip() for t in given if t.strip()], compartment=compartment
+        )
         data = validated(
             MemoryListCreateApi.InputSerializer,
             {
                 "text": text,
-                "compartment": compartment,
+                "compartment": chosen,
                 "state_key": state_key,
                 "state_value": state_value,
                 "source": Memory.Source.MODEL,
-                "app": call.app,
+                "app": app or call.app,
                 "metadata": {"tags": tag_list} if tag_list else {},
                 "session": session_id,
             },

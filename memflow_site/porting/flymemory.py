@@ -258,6 +258,21 @@ class Library:
     unreadable: list[tuple[str, str]]  # (label, reason)
 
 
+def split_tags(
+    tags: list[str], *, compartment: str = "", app: str = ""
+) -> tuple[str, str, list[str]]:
+    """FlyMemory's `comp:` and `app:` tags as the compartment and app (unless given); the rest."""
+    rest = []
+    for tag in tags:
+        if tag.startswith("comp:") and not compartment:
+            compartment = tag[len("comp:") :]
+        elif tag.startswith("app:") and not app:
+            app = tag[len("app:") :]
+        else:
+            rest.append(tag)
+    return compartment, app, rest
+
+
 def _fields_of(raw: Any) -> dict[str, Any] | None:
     if isinstance(raw, dict):
         return raw
@@ -288,16 +303,9 @@ def _record(raw: Any, index: int) -> FlyRecord:
         raise ValueError("no text")
     memory_id = fields.get("memory_id", index)
     tags = [str(t) for t in (fields.get("tags") or []) if t is not None]
-    compartment = str(fields.get("compartment") or "")
-    app = str(fields.get("app") or "")
-    rest = []
-    for tag in tags:
-        if tag.startswith("comp:") and not compartment:
-            compartment = tag[len("comp:") :]
-        elif tag.startswith("app:") and not app:
-            app = tag[len("app:") :]
-        else:
-            rest.append(tag)
+    compartment, app, rest = split_tags(
+        tags, compartment=str(fields.get("compartment") or ""), app=str(fields.get("app") or "")
+    )
     embedding = fields.get("embedding")
     vector = None
     if embedding is not None:

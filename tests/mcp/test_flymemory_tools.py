@@ -57,6 +57,17 @@ def test_it_remembers_and_recalls_with_ids(client, acme):
     assert nothing == "No relevant memories found."
 
 
+def test_tags_as_a_list_with_comp_and_app_tags_as_flymemory_writes_them(client, acme):
+    _, stored = client.ok(
+        "flymemory_remember",
+        text="The flaky integration test is test_ledger_rollup; it races the worker",
+        tags=["comp:lessons", "app:codex", "ci"],
+    )
+    memory = Memory.objects.get(pk=stored["id"])
+    assert (memory.compartment, memory.app) == ("lessons", "codex")
+    assert memory.metadata["tags"] == ["ci"]
+
+
 def test_states_supersede_and_history(client, acme):
     _, first = client.ok(
         "flymemory_remember",
