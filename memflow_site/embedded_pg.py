@@ -187,6 +187,7 @@ def ensure_running(data_dir: Path) -> EmbeddedPostgres:
         pgdata.mkdir(exist_ok=True)
         _prune_dead_handles(pgdata)
         _clear_dead_postmaster(pgdata)
+        fresh = not (pgdata / "PG_VERSION").exists()
         server = pgserver.get_server(pgdata, cleanup_mode="stop")
         socket_dir = str(server.get_postmaster_info().socket_dir)
         state = EmbeddedPostgres(pgdata=pgdata, socket_dir=socket_dir, server=server)
@@ -198,8 +199,27 @@ def ensure_running(data_dir: Path) -> EmbeddedPostgres:
                 conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
                 logger.info("created database %s in %s", DATABASE_NAME, pgdata)
             _tune(conn)
+            waiting = conn.execute(
+                "SELECT count(*) FROM pg_settings WHERE pending_restart"
+            ).fetchone()
+        if fresh and waiting and waiting[0]:
+            _restart_new_cluster(server, pgdata)
         _state = state
         return state
+
+
+def _restart_new_cluster(server: Any, pgdata: Path) -> None:
+    """A cluster this process just made, restarted so shared_buffers applies from its first use.
+
+    pg_ctl restart keeps the socket options pgserver started it with; the
+    handle then reads the new postmaster's pid, which its clean-up stops.
+    """
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import
+    from pgserver.utils import PostmasterInfo
+
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=server.system_user)
+    server._postmaster_info = PostmasterInfo.read_from_pgdata(pgdata)
+    logger.info("restarted the new cluster in %s so its tuning applies", pgdata)
 
 
 def _tune(conn: Any) -> None:

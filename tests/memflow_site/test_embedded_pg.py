@@ -7,6 +7,8 @@ it the first vector kills the backend with SIGILL.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pgserver
@@ -55,3 +57,23 @@ def test_the_embedded_server_computes_vectors_with_the_portable_build():
         # The two functions that used AVX-512 unconditionally in the native build.
         cursor.execute("SELECT vector_norm(array_fill(0.5::real, ARRAY[384])::vector)")
         assert cursor.fetchone()[0] == pytest.approx(0.5 * 384**0.5)
+
+
+def test_a_new_data_directory_runs_with_its_tuning_from_the_first_start(tmp_path):
+    """shared_buffers needs a restart: a new cluster gets it before anyone uses it,
+    and the server still stops when its last user exits."""
+    probe = (
+        "import sys, pathlib, psycopg\n"
+        "from memflow_site import embedded_pg\n"
+        "state = embedded_pg.ensure_running(pathlib.Path(sys.argv[1]))\n"
+        "with psycopg.connect(state.uri('postgres')) as conn:\n"
+        "    print(conn.execute('SHOW shared_buffers').fetchone()[0])\n"
+    )
+    data = tmp_path / "data"
+    shown = subprocess.run(
+        [sys.executable, "-c", probe, str(data)], capture_output=True, text=True, timeout=300
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert shown.stdout.strip() == embedded_pg.TUNING["shared_buffers"]
+    pid_file = embedded_pg.pgdata_for(data.resolve()) / "postmaster.pid"
+    assert not pid_file.exists()  # stopped on exit, the restarted postmaster included
