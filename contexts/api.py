@@ -163,9 +163,16 @@ class KeyListCreateApi(APIView):
             max_length=64, required=False, allow_null=True, default=None
         )
 
-    @extend_schema(operation_id="key_list", responses=KeyOutput(many=True))
+    @extend_schema(
+        operation_id="key_list",
+        responses=KeyOutput(many=True),
+        description="The keys this credential may manage: all of them for a dashboard login; "
+        "for an unrestricted key, itself and the keys of no wider scope; for a key "
+        "restricted to a workspace, itself only.",
+    )
     def get(self, request: Request) -> Response:
-        return Response(KeyOutput(selectors.apikey_list(user=request.user), many=True).data)
+        keys = selectors.apikey_list(user=request.user, by_key=request_key(request))
+        return Response(KeyOutput(keys, many=True).data)
 
     @extend_schema(
         operation_id="key_create", request=InputSerializer, responses={201: CreatedKeyOutput}
@@ -193,12 +200,16 @@ class KeyListCreateApi(APIView):
 
 
 class KeyRevokeApi(APIView):
-    @extend_schema(operation_id="key_revoke", responses={204: None})
+    @extend_schema(
+        operation_id="key_revoke",
+        responses={204: None},
+        description="Any key may revoke itself. Another key of the user needs an unrestricted "
+        "write or admin key of at least its scope (403 `key_scope`).",
+    )
     def delete(self, request: Request, key_id: int) -> Response:
-        key = request_key(request)
-        if key is not None and not selectors.key_allows(key, Access.WRITE):
-            raise Forbidden("A read-only key cannot revoke keys.", code="key_scope")
-        services.apikey_revoke(user=request_user(request), key_id=key_id)
+        services.apikey_revoke(
+            user=request_user(request), key_id=key_id, revoked_with=request_key(request)
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -123,8 +123,10 @@ class _SessionInput(serializers.Serializer):
 
 
 class _ContextApiView(WorkspaceApiView):
-    # Assembling is reading, though it is a POST: a viewer's agent needs it too.
-    method_access = {"POST": Access.READ}
+    # A POST here writes the session's log (the session, its assembly event,
+    # its one preload delivery), so it needs the write role and a write key,
+    # as every other write does (403 `read_only_role` / `key_scope`). Viewers
+    # see what a directory is given on the dashboard's side-effect-free preview.
 
     def session_for(self, request: Request, values: dict[str, Any], cwd: str) -> AgentSession:
         return services.agent_session_get_or_create(

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from contexts.db import Columns, bound_rows
@@ -81,8 +81,34 @@ def _user_id(user: AnyUser) -> int:
     return int(user.pk)
 
 
-def apikey_list(*, user: AnyUser) -> QuerySet[ApiKey]:
-    return ApiKey.objects.filter(user_id=_user_id(user)).select_related("workspace")
+def apikey_list(*, user: AnyUser, by_key: ApiKey | None = None) -> QuerySet[ApiKey]:
+    """The user's keys; asked through a key (`by_key`), only those it may manage.
+
+    A dashboard login (no key) sees them all. A key restricted to a workspace
+    sees only itself; an unrestricted one, itself and the keys of no wider
+    scope than its own (see `key_may_manage`).
+    """
+    keys = ApiKey.objects.filter(user_id=_user_id(user)).select_related("workspace")
+    if by_key is None:
+        return keys
+    if by_key.workspace_id is not None:
+        return keys.filter(pk=by_key.pk)
+    rank = _KEY_SCOPE_ALLOWS[ApiKey.Scope(by_key.scope)]
+    scopes = [scope for scope, allows in _KEY_SCOPE_ALLOWS.items() if allows <= rank]
+    return keys.filter(Q(pk=by_key.pk) | Q(scope__in=scopes))
+
+
+def key_may_manage(key: ApiKey | None, *, scope: str, target: ApiKey | None = None) -> bool:
+    """Whether `key` may manage (create, see, revoke) a key of `scope`.
+
+    No key (a dashboard login): yes. A key always manages itself (`target`).
+    Otherwise it needs no workspace restriction and a scope at least as wide.
+    """
+    if key is None or (target is not None and target.pk == key.pk):
+        return True
+    if key.workspace_id is not None:
+        return False
+    return _KEY_SCOPE_ALLOWS[ApiKey.Scope(key.scope)] >= _KEY_SCOPE_ALLOWS[ApiKey.Scope(scope)]
 
 
 def key_allows(key: ApiKey | None, access: Access) -> bool:

@@ -47,6 +47,7 @@ from contexts.selectors import (
     context_source_for,
     declaration_get,
     hash_key,
+    key_may_manage,
 )
 
 if TYPE_CHECKING:
@@ -159,7 +160,8 @@ def apikey_create(
     workspace: Workspace | None = None,
     created_with: ApiKey | None = None,
 ) -> CreatedKey:
-    """Mint a key. A key can only mint keys no stronger than itself."""
+    """Mint a key. Through a key (`created_with`): only an unrestricted key
+    can, and only keys no stronger than itself (`selectors.key_may_manage`)."""
     if scope not in ApiKey.Scope.values:
         raise Invalid(f"Unknown scope {scope!r}: use read, write or admin.", code="invalid_scope")
     if (
@@ -168,16 +170,14 @@ def apikey_create(
     ):
         raise NotFound(f"No workspace {workspace.slug!r}.", code="workspace_not_found")
     if created_with is not None:
-        order = list(ApiKey.Scope.values)
-        if order.index(scope) > order.index(created_with.scope):
-            raise Forbidden("A key cannot create a key with a wider scope.", code="key_scope")
-        if created_with.workspace_id is not None and (
-            workspace is None or workspace.pk != created_with.workspace_id
-        ):
+        if created_with.workspace_id is not None:
             raise Forbidden(
-                "A workspace-restricted key can only create keys for its own workspace.",
+                "A workspace-restricted key cannot create keys; use an unrestricted key "
+                "or the dashboard.",
                 code="key_scope",
             )
+        if not key_may_manage(created_with, scope=scope):
+            raise Forbidden("A key cannot create a key with a wider scope.", code="key_scope")
     body = secrets.token_urlsafe(32)
     raw = f"{KEY_PREFIX}{body}"
     key = ApiKey.objects.create(
@@ -191,10 +191,20 @@ def apikey_create(
     return CreatedKey(key=key, raw=raw)
 
 
-def apikey_revoke(*, user: User, key_id: int) -> ApiKey:
+def apikey_revoke(*, user: User, key_id: int, revoked_with: ApiKey | None = None) -> ApiKey:
+    """Revoke one of the user's keys. Any key may revoke itself; through a key
+    (`revoked_with`) another needs an unrestricted write or admin key of a
+    scope at least as wide; a dashboard login (no key) revokes any."""
     key = ApiKey.objects.filter(pk=key_id, user=user).first()
     if key is None:
         raise NotFound(f"No key {key_id}.", code="key_not_found")
+    if revoked_with is not None and key.pk != revoked_with.pk:
+        if revoked_with.workspace_id is not None:
+            raise Forbidden("A workspace-restricted key can only revoke itself.", code="key_scope")
+        if revoked_with.scope == ApiKey.Scope.READ:
+            raise Forbidden("A read-only key can only revoke itself.", code="key_scope")
+        if not key_may_manage(revoked_with, scope=key.scope, target=key):
+            raise Forbidden("A key cannot revoke a key with a wider scope.", code="key_scope")
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from typing import Any
 from http.cookies import SimpleCookie
+from typing import Any
 
 from a2wsgi.asgi_typing import ASGIApp, Receive, Scope, Send
 from django.conf import settings

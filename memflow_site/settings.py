@@ -8,6 +8,7 @@ fixture, deployments through variables.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from memflow_site.database_url import parse_database_url
@@ -43,6 +44,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_q",
+    "axes",
     "contexts",
     "memories",
     "skills",
@@ -59,6 +61,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memflow_site.urls"
@@ -112,7 +116,7 @@ SERVE_DB_POOL = MEMFLOW_WEB_THREADS + MEMFLOW_HOOK_THREADS + WEB_POOL_SPARE
 # cannot take the cores from the hooks (contexts/fairness.py).
 MEMFLOW_HEAVY_READS = env_int("MEMFLOW_HEAVY_READS", 1, minimum=1)
 MEMFLOW_HEAVY_WAIT_S = env_int("MEMFLOW_HEAVY_WAIT_S", 10, minimum=0)
-MEMFLOW_HEAVY_STATEMENT_MS = env_int("MEMFLOW_HEAVY_STATEMENT_MS", 5000, minimum=100)
+MEMFLOW_HEAVY_STATEMENT_MS = env_int("MEMFLOW_HEAVY_STATEMENT_MS", 10_000, minimum=100)
 # API requests one credential may have in flight per web process (hooks aside);
 # past it, 429 with Retry-After before any thread is taken (memflow_site/fairness.py).
 MEMFLOW_KEY_CONCURRENCY = env_int("MEMFLOW_KEY_CONCURRENCY", 4, minimum=1)
@@ -162,6 +166,13 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "memflow_cache",
     },
+    # Wrong API keys per client address (contexts/auth.py), seen by every
+    # process; a table of its own, so no number of addresses culls the above.
+    "key_failures": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "memflow_key_failures",
+        "OPTIONS": {"MAX_ENTRIES": 100_000},
+    },
 }
 
 _task_timeout = env_int("MEMFLOW_TASK_TIMEOUT", 600, minimum=10)
@@ -184,6 +195,33 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Password guessing (django-axes): after MEMFLOW_LOGIN_FAILURES wrong
+# passwords for one username from one address, that pair is refused, the
+# right password too, until MEMFLOW_LOGIN_COOLOFF_S have passed since the
+# last of them; the login page says when (contexts/login_throttle.py).
+MEMFLOW_LOGIN_FAILURES = env_int("MEMFLOW_LOGIN_FAILURES", 5, minimum=1)
+MEMFLOW_LOGIN_COOLOFF_S = env_int("MEMFLOW_LOGIN_COOLOFF_S", 900, minimum=1)
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: a locked-out pair is never checked
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = MEMFLOW_LOGIN_FAILURES
+AXES_COOLOFF_TIME = timedelta(seconds=MEMFLOW_LOGIN_COOLOFF_S)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Tries during a lockout do not push its end back: the time the page names holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "contexts.login_throttle.lockout_response"
+AXES_DISABLE_ACCESS_LOG = True  # failures are what is kept, not every login
+AXES_VERBOSE = False  # no banner on every `memflow` command; lockouts still log WARNING
+# API keys: past MEMFLOW_KEY_FAILURES distinct wrong (unknown or revoked) keys
+# from one client address within MEMFLOW_KEY_FAILURE_WINDOW_S, every further
+# wrong key from that address is answered 429 `too_many_failed_attempts` until
+# the oldest of them is a window old; a valid key never is (contexts/auth.py;
+# counted in CACHES["key_failures"], so across processes).
+MEMFLOW_KEY_FAILURES = env_int("MEMFLOW_KEY_FAILURES", 10, minimum=1)
+MEMFLOW_KEY_FAILURE_WINDOW_S = env_int("MEMFLOW_KEY_FAILURE_WINDOW_S", 300, minimum=1)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -284,9 +322,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"client_errors": {"()": "memflow_site.log.ClientErrorsWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("MEMFLOW_LOG_LEVEL", "INFO")},
     "loggers": {
+        "django.request": {"filters": ["client_errors"]},
         "pgserver": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
         "django.db.backends": {"level": "WARNING"},

@@ -2,9 +2,11 @@
 
 Resolved once per HTTP request, before the MCP SDK sees it, exactly as the
 REST API resolves a request: the bearer key by its hash (revoked keys
-refused, `last_used_at` refreshed), then the workspace through
-`workspace_access` (outsiders get not-found). Tools check write access per
-call, through the same selector.
+refused, `last_used_at` refreshed; wrong keys counted against the client's
+address, which past the limit is refused with 429 `too_many_failed_attempts`,
+as `contexts.auth` does), then the workspace through `workspace_access`
+(outsiders get not-found). Tools check write access per call, through the
+same selector.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 
+from contexts.auth import apikey_authenticate
 from contexts.errors import Invalid, MemflowError
 from contexts.models import ApiKey, Membership, Workspace
-from contexts.selectors import Access, apikey_get_active, workspace_access
+from contexts.selectors import Access, workspace_access
 
 # Where the endpoint leaves the caller in the ASGI scope; tools read it back
 # from the request the SDK hands them.
@@ -53,17 +56,18 @@ def bearer_token(authorization: str) -> str | None:
     return token.strip()
 
 
-def caller_resolve(*, authorization: str, params: Mapping[str, str]) -> Caller:
+def caller_resolve(*, authorization: str, params: Mapping[str, str], address: str = "") -> Caller:
     """The authenticated caller of one request, or the error to answer with.
 
     Messages and codes are the REST API's (DRF's `not_authenticated` and
     `authentication_failed`, then `workspace_access`'s), so a client sees
-    one vocabulary whichever door it came in by.
+    one vocabulary whichever door it came in by. `address` is the client's,
+    what wrong keys are counted against.
     """
     raw = bearer_token(authorization)
     if raw is None:
         raise Unauthenticated("Authentication credentials were not provided.")
-    key = apikey_get_active(raw_key=raw)
+    key = apikey_authenticate(raw_key=raw, address=address)
     if key is None:
         raise Unauthenticated("Invalid or revoked API key.", code="authentication_failed")
     if not key.user.is_active:

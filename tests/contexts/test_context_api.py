@@ -258,9 +258,12 @@ def test_without_a_device_stored_device_files_then_the_host_name_decide(alice_ap
     assert "状态绿灯" in body["preload"]["text"]
 
 
-def test_a_viewer_can_assemble(acme, victor, make_key, api, project):
-    response = _assemble(api(make_key(victor, scope="read")), project)
-    assert response.status_code == 200
+def test_a_viewer_cannot_assemble_it_writes_the_session_log(acme, victor, make_key, api, project):
+    # tests/reliability/test_access.py covers read keys and contexts/record/ too.
+    response = _assemble(api(make_key(victor)), project)
+    assert response.status_code == 403
+    assert response.json()["code"] == "read_only_role"
+    assert not AgentSession.objects.filter(workspace=acme).exists()
 
 
 def test_the_workspace_options_apply_to_its_assemblies(alice_api, acme, project):
