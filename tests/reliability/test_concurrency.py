@@ -97,9 +97,7 @@ def test_fifty_concurrent_writes_to_one_state_key_keep_one_current_value(live, a
 ROUNDS = 10
 
 
-def test_two_entries_superseded_by_each_other_at_once_leave_one_current(
-    live, acme, bob, make_key
-):
+def test_two_entries_superseded_by_each_other_at_once_leave_one_current(live, acme, bob, make_key):
     """Each round, A→B and B→A race: one wins, the other is refused, the fact stays current."""
     keys = [make_key(bob), make_key(bob)]
     for round_ in range(ROUNDS):
