@@ -38,7 +38,7 @@ from memories.models import (
     MemoryEvidence,
     WorkspaceEmbedder,
 )
-from memories.secrets import find_secret
+from memories.secrets import find_secret, find_secret_in_json
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -97,10 +97,14 @@ def memory_validate(*, workspace: Workspace, item: RememberInput) -> RememberInp
         raise TextTooLong(
             f"The text has {len(text)} characters; this workspace takes at most {limit}."
         )
-    for value in (text, item.state_value):
+    # Every field that is stored and shown again: the metadata's keys and strings too.
+    for value in (text, item.state_value, item.state_key, item.app, item.compartment):
         label = find_secret(value)
         if label:
             raise SecretDetected(f"The text looks like it contains a {label}; it was not stored.")
+    label = find_secret_in_json(item.metadata or {})
+    if label:
+        raise SecretDetected(f"The metadata looks like it contains a {label}; it was not stored.")
     if item.source not in Memory.Source.values:
         raise Invalid(f"Unknown source {item.source!r}.", code="invalid_source")
     if item.state_value and not item.state_key:
