@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-slow lint format bench clean
+.PHONY: install run test test-slow test-harness harness-cli lint format bench clean
 
 # torch first, as the local CPU build: any other torch pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml
@@ -25,6 +25,15 @@ test: install
 
 test-slow: install
 	$(BIN)/pytest -m slow
+
+# The real Claude Code CLI that tests/harness drives (the version pinned in
+# tests/harness/claude-code-version), from the npm registry into
+# ~/.cache/memflow/claude-code/<version>; without it that suite skips.
+harness-cli:
+	tests/harness/install_claude_code.sh >/dev/null
+
+test-harness: install harness-cli
+	$(BIN)/pytest tests/harness
 
 lint: install
 	$(BIN)/ruff check .

@@ -407,29 +407,50 @@ def cmd_mute(args: argparse.Namespace) -> int:
     return hook_client.mute(args.duration, for_user=args.user)
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    from memflow_site import client_status
+
+    return client_status.main(as_json=args.json)
+
+
 def _hook_target(args: argparse.Namespace) -> Path:
     from memflow_site import install_hooks
 
     if args.dsh:
         return install_hooks.dsh_settings_path(Path(args.dsh))
-    return install_hooks.claude_settings_path(user=args.user, project_dir=Path.cwd())
+    return install_hooks.claude_settings_path(
+        user=args.user, project_dir=Path.cwd(), shared=args.shared
+    )
 
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
     from memflow_site import install_hooks
 
-    merged = install_hooks.merge_hooks({}, install_hooks.memflow_command())
+    # The committed file gets a command without this machine's paths in it.
+    command = install_hooks.SHARED_COMMAND if args.shared else install_hooks.memflow_command()
+    merged = install_hooks.merge_hooks({}, command)
     if args.print:
         print(json.dumps(merged, indent=2))
         return 0
     path = _hook_target(args)
     current = install_hooks.read_json(path)
-    install_hooks.write_json(
-        path, install_hooks.merge_hooks(current, install_hooks.memflow_command())
-    )
+    install_hooks.write_json(path, install_hooks.merge_hooks(current, command))
     say(
         f"memflow hooks written to {path}. Set MEMFLOW_URL, MEMFLOW_API_KEY (and MEMFLOW_WORKSPACE) for the harness."
     )
+    if not (args.dsh or args.user or args.shared):
+        # This clone's own file, with this machine's path in it: it must stay out of git.
+        if install_hooks.git_ignores(path) is False:
+            say(
+                f"memflow: git does not ignore {path}; add `.claude/settings.local.json` to "
+                ".gitignore (or .git/info/exclude) so it is never committed."
+            )
+        shared = install_hooks.claude_settings_path(user=False, project_dir=Path.cwd(), shared=True)
+        if install_hooks.installed(install_hooks.read_json(shared)):
+            say(
+                f"memflow: {shared} holds memflow hooks too (an older install wrote them there); "
+                "remove them with `memflow uninstall-hooks --claude-code --shared`."
+            )
     return 0
 
 
@@ -473,6 +494,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from contexts.flowctx.bench import bench_projection
 
         print(json.dumps(bench_projection(), indent=2, default=str), flush=True)
+        return 0
+    if args.what == "secrets":
+        # The credential filter on fixed corpora: no database either.
+        from memories.bench.secrets import bench_secrets
+
+        print(json.dumps(bench_secrets(data_dir()), indent=2, default=str), flush=True)
         return 0
 
     # The benches time what `memflow serve` runs, its pool of connections included.
@@ -528,9 +555,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # --- entry point -------------------------------------------------------------
 
 
+class _Version(argparse.Action):
+    # Looked up only when asked: every hook builds this parser, on the turn's time.
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from memflow_site.version import __version__
+
+        print(f"memflow {__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memflow", description="A memory server for coding agents."
+    )
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="print memflow's version and exit"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -572,9 +611,18 @@ def build_parser() -> argparse.ArgumentParser:
         "hook", help="run as a harness hook: JSON on stdin, what to inject on stdout"
     )
     hook.add_argument(
-        "event", help="session-start, user-prompt, post-tool-use, stop, pre-compact, session-end"
+        "event",
+        help="session-start, user-prompt, post-tool-use, post-tool-use-failure, stop, "
+        "pre-compact, session-end",
     )
     hook.set_defaults(func=cmd_hook)
+
+    status = sub.add_parser(
+        "status",
+        help="what the hook client resolved: URL, workspace, key, server, where hooks are installed",
+    )
+    status.add_argument("--json", action="store_true", help="the findings as JSON on stdout")
+    status.set_defaults(func=cmd_status)
 
     mute = sub.add_parser(
         "mute", help="mute the per-turn working context for a while (the tools keep working)"
@@ -595,7 +643,14 @@ def build_parser() -> argparse.ArgumentParser:
         which.add_argument("--dsh", metavar="PROFILE_DIR", help="a dsh profile directory")
         where = inst.add_mutually_exclusive_group()
         where.add_argument(
-            "--project", action="store_true", help="this project's .claude/settings.json (default)"
+            "--project",
+            action="store_true",
+            help="this clone's .claude/settings.local.json, not committed (default)",
+        )
+        where.add_argument(
+            "--shared",
+            action="store_true",
+            help="the committed .claude/settings.json, with a command that works on any clone",
         )
         where.add_argument("--user", action="store_true", help="~/.claude/settings.json")
         if name == "install-hooks":
@@ -680,7 +735,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "what",
-        choices=["quality", "recall", "import", "dedupe", "hooks", "fairness", "projection", "all"],
+        choices=[
+            "quality",
+            "recall",
+            "import",
+            "dedupe",
+            "hooks",
+            "fairness",
+            "projection",
+            "secrets",
+            "all",
+        ],
     )
     bench.add_argument("--size", type=int, help="memories in the bench workspace")
     bench.add_argument(

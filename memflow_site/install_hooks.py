@@ -2,29 +2,44 @@
 
 Merges into the existing JSON: other hooks are never touched, and running
 it twice adds nothing. memflow's entries are recognised by their command
-(`… hook <event>` of a memflow executable).
+(`… memflow hook <event>`).
+
+Where, for Claude Code:
+- `--project`: `.claude/settings.local.json`, this clone only (Claude Code
+  keeps it out of git), with this machine's absolute path to memflow;
+- `--shared`: `.claude/settings.json`, the file a team commits, with a
+  command that works on any clone: `memflow` from PATH, and nothing at all
+  (exit 0) for someone who has not installed it;
+- `--user`: `~/.claude/settings.json`, every project of this user.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from memflow_site.hook_client import EVENTS
+from memflow_site.hook_client import CLAUDE_HOOKS
 
 # Which Claude Code events memflow listens to, with the matcher each needs.
 MATCHERS: dict[str, str | None] = {
     "SessionStart": None,
     "UserPromptSubmit": None,
     "PostToolUse": "*",
+    "PostToolUseFailure": "*",
     "Stop": None,
     "PreCompact": None,
     "SessionEnd": None,
 }
+EVENTS = tuple(CLAUDE_HOOKS)
+# What Claude Code waits at most; the hook keeps to its own, much shorter
+# budget (MEMFLOW_HOOK_TIMEOUT), so this only bounds a broken interpreter.
 HOOK_TIMEOUT_SECONDS = 10
+# The portable form: no path of this machine in it.
+SHARED_COMMAND = "command -v memflow >/dev/null 2>&1 || exit 0; exec memflow"
 
 
 def memflow_command() -> str:
@@ -34,15 +49,22 @@ def memflow_command() -> str:
     return str(Path(sys.executable).with_name("memflow"))
 
 
-def is_memflow_hook(hook: Any) -> bool:
+def hook_event(hook: Any) -> str | None:
+    """The memflow event a settings entry runs (`… memflow hook EVENT`), else None."""
     command = hook.get("command", "") if isinstance(hook, dict) else ""
-    parts = command.split()
-    return len(parts) >= 3 and Path(parts[-3]).name == "memflow" and parts[-2] == "hook"
+    parts = command.split() if isinstance(command, str) else []
+    if len(parts) >= 3 and Path(parts[-3]).name == "memflow" and parts[-2] == "hook":
+        return parts[-1]
+    return None
+
+
+def is_memflow_hook(hook: Any) -> bool:
+    return hook_event(hook) is not None
 
 
 def hooks_block(command: str) -> dict[str, list[dict[str, Any]]]:
     block: dict[str, list[dict[str, Any]]] = {}
-    for event, claude_name in EVENTS.items():
+    for event, claude_name in CLAUDE_HOOKS.items():
         entry: dict[str, Any] = {
             "hooks": [
                 {
@@ -90,12 +112,46 @@ def remove_hooks(settings: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def claude_settings_path(*, user: bool, project_dir: Path) -> Path:
-    return (
-        Path.home() / ".claude" / "settings.json"
-        if user
-        else project_dir / ".claude" / "settings.json"
-    )
+def installed(settings: dict[str, Any]) -> dict[str, str]:
+    """Claude Code event → the memflow command it runs, for the hooks `settings` holds."""
+    found: dict[str, str] = {}
+    hooks = settings.get("hooks")
+    for name, entries in hooks.items() if isinstance(hooks, dict) else []:
+        for entry in entries if isinstance(entries, list) else []:
+            for hook in entry.get("hooks", []) if isinstance(entry, dict) else []:
+                if is_memflow_hook(hook):
+                    found[name] = hook["command"]
+    return found
+
+
+def claude_settings_path(*, user: bool, project_dir: Path, shared: bool = False) -> Path:
+    if user:
+        return Path.home() / ".claude" / "settings.json"
+    name = "settings.json" if shared else "settings.local.json"
+    return project_dir / ".claude" / name
+
+
+def claude_settings_paths(project_dir: Path) -> list[Path]:
+    """Every Claude Code settings file that applies in `project_dir`, widest first."""
+    return [
+        Path.home() / ".claude" / "settings.json",
+        project_dir / ".claude" / "settings.json",
+        project_dir / ".claude" / "settings.local.json",
+    ]
+
+
+def git_ignores(path: Path) -> bool | None:
+    """Whether git keeps `path` out of commits; None outside a repository or without git."""
+    try:
+        done = subprocess.run(
+            ["git", "check-ignore", "-q", str(path)],
+            cwd=path.parent,
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(done.returncode)
 
 
 def dsh_settings_path(profile_dir: Path) -> Path:

@@ -41,6 +41,9 @@ def _ref_json(ref: CompressionRef) -> dict[str, Any]:
         "pinned": ref.pinned,
         "created_at": ref.created_at,
         "expires_at": ref.expires_at,
+        # Only part of the output was kept (see services.TRUNCATED_PARAM).
+        "truncated": services.truncated_from(ref.content_type) is not None,
+        "original_size": services.truncated_from(ref.content_type) or ref.size,
     }
 
 
@@ -54,6 +57,8 @@ class CompressionRefOutput(serializers.Serializer):
     pinned = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True)
+    truncated = serializers.BooleanField()
+    original_size = serializers.IntegerField()
 
 
 class CompressionCreateApi(WorkspaceApiView):

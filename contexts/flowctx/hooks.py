@@ -13,6 +13,10 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
+import hashlib
 import json
 import logging
 from typing import Any
@@ -77,22 +81,69 @@ def tool_result_of(payload: dict[str, Any]) -> tuple[str, int | None]:
 # --- post-tool-use: reversible projection ----------------------------------------------------
 
 
+def whole_output(payload: dict[str, Any]) -> tuple[bytes | None, int | None, str]:
+    """(the whole tool output the hook client sent, the whole's size, why it is not here).
+
+    Claude Code cuts a tool's `stdout` at 30,000 characters and names the
+    file holding all of it in `tool_response.persistedOutputPath`. The client
+    on the agent's machine reads that file and sends it as `memflow_output`
+    ({"text"} or {"base64"}, with "size" and "sha256"), or the reason it could
+    not ({"refused", "size"}). The server never reads a path a request names.
+    """
+    output = payload.get("memflow_output")
+    response = payload.get("tool_response")
+    if not isinstance(output, dict):
+        if not isinstance(response, dict) or "persistedOutputPath" not in response:
+            return None, None, ""
+        size = response.get("persistedOutputSize")
+        return None, size if isinstance(size, int) else None, "the hook sent only the preview"
+    size = output.get("size") if isinstance(output.get("size"), int) else None
+    refused = output.get("refused")
+    if isinstance(refused, str) and refused.strip():
+        return None, size, inert(refused.strip()[:500])
+    data: bytes | None = None
+    if isinstance(output.get("text"), str):
+        data = output["text"].encode("utf-8", errors="surrogatepass")
+    elif isinstance(output.get("base64"), str):
+        with contextlib.suppress(binascii.Error, ValueError):
+            data = base64.b64decode(output["base64"], validate=True)
+    if data is None:
+        return None, size, "the hook sent no readable output"
+    sha = output.get("sha256")
+    if (size is not None and size != len(data)) or (
+        isinstance(sha, str) and sha != hashlib.sha256(data).hexdigest()
+    ):
+        return None, size, "the output the hook sent does not match its size and sha256"
+    return data, len(data), ""
+
+
 def projection_block(ctx: HookContext) -> Block | None:
     workspace = ctx.workspace
     if not flowctx_setting(workspace, "projection"):
         return None
     text, exit_code = tool_result_of(ctx.payload)
+    whole, whole_size, why_not = whole_output(ctx.payload)
+    content = text.encode("utf-8", errors="surrogatepass")
+    if whole is not None:
+        # The file holds stdout as the shell wrote it; stderr, if any, follows
+        # as tool_result_of joins them.
+        response = ctx.payload.get("tool_response")
+        stderr = response.get("stderr") if isinstance(response, dict) else None
+        content = whole + (b"\n" + stderr.encode("utf-8", "surrogatepass") if stderr else b"")
+        text = content.decode("utf-8", errors="replace")
     threshold = int(flowctx_setting(workspace, "projection_threshold_tokens"))
     if not text or estimate_tokens(text) <= threshold:
         return None
     tool_name = inert(str(ctx.payload.get("tool_name") or ctx.payload.get("tool") or "")[:200])
+    cut = why_not and whole_size is not None and whole_size > len(content)
     compressed = services.compression_store(
         workspace=workspace,
-        content=text.encode("utf-8", errors="surrogatepass"),
+        content=content,
         tool_name=tool_name,
         exit_code=exit_code,
         session=ctx.session,
         budget_tokens=threshold,
+        truncated_from_size=whole_size if cut else None,
     )
     ref = compressed.ref
     if compressed.projection is not None:
@@ -103,12 +154,34 @@ def projection_block(ctx: HookContext) -> Block | None:
             "original_chars": compressed.projection.original_chars,
             "projected_chars": len(compressed.text),
         }
-    note = (
-        f'<memflow-compression ref="{ref.sha256}">The {tool_name or "tool"} output above '
-        f"({ref.size:,} bytes) is stored; when it has left the context, get it back byte for "
-        f"byte with GET /api/v1/workspaces/{workspace.slug}/compression/{ref.sha256}/ rather "
-        "than running the tool again.</memflow-compression>"
-    )
+    url = f"/api/v1/workspaces/{workspace.slug}/compression/{ref.sha256}/"
+    tool = tool_name or "tool"
+    if why_not:
+        # Say exactly what is kept: a model told "byte for byte" would trust it.
+        total = f"{whole_size:,} bytes in all" if whole_size is not None else "its size unknown"
+        note = (
+            f'<memflow-compression ref="{ref.sha256}" truncated="true">Only part of the {tool} '
+            f"output above is stored: the {ref.size:,} bytes the hook was shown, of the whole "
+            f"output ({total}), because {why_not}. GET {url} returns that part; run the tool "
+            "again for the rest.</memflow-compression>"
+        )
+    else:
+        # "whole" only when the client read it whole; Claude Code trims the
+        # outputs it does not cut (leading blank lines, trailing newlines).
+        response = ctx.payload.get("tool_response")
+        shown = "hook_event_name" in ctx.payload and isinstance(response, dict)
+        size = (
+            f"{ref.size:,} bytes) is stored whole"
+            if whole is not None
+            else f"{ref.size:,} bytes, as Claude Code showed it) is stored"
+            if shown
+            else f"{ref.size:,} bytes) is stored"
+        )
+        note = (
+            f'<memflow-compression ref="{ref.sha256}">The {tool} output above ({size}; when it '
+            f"has left the context, get it back byte for byte with GET {url} rather than "
+            "running the tool again.</memflow-compression>"
+        )
     return Block(name="flowctx:compression", order=300, text=note)
 
 

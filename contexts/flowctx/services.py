@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -36,6 +37,16 @@ from contexts.secrets import find_secret
 logger = logging.getLogger(__name__)
 
 MAX_COMPRESSION_BYTES = 16 * 1024 * 1024
+# A content-type parameter marking an original kept only in part, with the
+# size in bytes of the whole (e.g. a hook that could not read a cut output).
+TRUNCATED_PARAM = "truncated-from"
+_TRUNCATED = re.compile(rf";\s*{TRUNCATED_PARAM}=(\d+)\s*(?:;|$)")
+
+
+def truncated_from(content_type: str) -> int | None:
+    """The whole output's size when the stored original is only part of it, else None."""
+    found = _TRUNCATED.search(content_type or "")
+    return int(found.group(1)) if found else None
 
 
 # --- reversible projection ----------------------------------------------------------------
@@ -58,9 +69,15 @@ def compression_marker(*, workspace: Workspace, ref: CompressionRef, projection:
     No dates or counters that change between calls: the same output projects
     to the same bytes, so a harness's cached prompt prefix survives.
     """
+    whole = truncated_from(ref.content_type)
+    kept = (
+        f"Original ({ref.size:,} bytes), byte for byte"
+        if whole is None
+        else f"The first {ref.size:,} of the original's {whole:,} bytes (the rest was not kept)"
+    )
     return (
         f"[memflow: {projection.kind} output projected, {projection.projected_chars:,} of "
-        f"{projection.original_chars:,} chars shown. Original ({ref.size:,} bytes), byte for byte: "
+        f"{projection.original_chars:,} chars shown. {kept}: "
         f"GET /api/v1/workspaces/{workspace.slug}/compression/{ref.sha256}/]"
     )
 
@@ -75,10 +92,13 @@ def compression_store(
     session: AgentSession | None = None,
     budget_tokens: int | None = None,
     now: datetime | None = None,
+    truncated_from_size: int | None = None,
 ) -> Compressed:
     """Keep the original under its SHA-256 (once per workspace) and project it.
 
     Storing the same content again renews its expiry and returns the same ref.
+    `truncated_from_size`: `content` is only the start of an output this many
+    bytes long; the ref says so in its content type.
     """
     if len(content) > MAX_COMPRESSION_BYTES:
         raise Invalid(
@@ -87,6 +107,8 @@ def compression_store(
             code="too_large",
         )
     content_type = content_type_clean(content_type)
+    if truncated_from_size is not None and truncated_from_size > len(content):
+        content_type = f"{content_type}; {TRUNCATED_PARAM}={truncated_from_size}"
     now = now or timezone.now()
     sha = hashlib.sha256(content).hexdigest()
     text = content.decode("utf-8", errors="replace")

@@ -30,7 +30,11 @@ class HookApi(APIView):
         description=(
             "Accepts Claude Code's hook input verbatim (session_id, cwd, hook_event_name, prompt, "
             "tool_name, tool_input, tool_response, trigger, …) or dsh's, plus memflow's optional "
-            "`workspace`, `app`, `device`, `env`, `project_root`. Unknown fields are kept."
+            "`workspace`, `app`, `device`, `env`, `project_root`, and `memflow_output`: the whole "
+            "output of a tool call Claude Code cut, as `memflow hook` read it from "
+            "`persistedOutputPath` on the agent's machine ({text | base64, size, sha256} or "
+            "{refused, size}); the server never reads a path itself. Unknown fields are kept. "
+            "`post-tool-use-failure` is a post-tool-use flagged failed."
         ),
     )
     def post(self, request: Request, event: str) -> Response:

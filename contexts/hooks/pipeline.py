@@ -27,10 +27,13 @@ from contexts.errors import Invalid, NotFound
 from contexts.flowctx.projection import estimate_tokens
 from contexts.hooks.registry import (
     CLAUDE_EVENT_NAMES,
+    CLAUDE_FAILURE_NAME,
     EVENTS,
+    FAILURE_ALIASES,
     Block,
     Entry,
     HookContext,
+    canonical_event,
     injection_observers,
     observers_for,
     providers_for,
@@ -51,6 +54,20 @@ _HEARTBEATS = (
     "continue working toward the active session goal",
     "continue from where you left off",
 )
+# `[heartbeat] automation tick …`, `[cron] …`, `(scheduled run) …`: a scheduler's, not a person's.
+_AUTOMATION_TAG = re.compile(
+    r"^[\[(<]\s*(?:heartbeat|automation|scheduled|schedule|cron|tick|keep-?alive|ping)\b", re.I
+)
+# A reply that only acknowledges says nothing worth finding again.
+_ACKNOWLEDGEMENTS = frozenset(
+    {
+        *("ok", "okay", "k", "kk", "yes", "yep", "yeah", "y", "no", "nope", "n", "sure"),
+        *("thanks", "thank you", "thx", "ty", "cool", "nice", "great", "good", "fine"),
+        *("done", "go", "go on", "go ahead", "continue", "proceed", "lgtm", "sounds good"),
+        *("do it", "please", "yes please", "ok thanks", "okay thanks"),
+    }
+)
+_ACK_PUNCTUATION = re.compile(r"[\s.!?,:;👍🙏]+$")
 _SYSTEM_PREFIXES = (
     "<system-reminder",
     "<system>",
@@ -97,7 +114,9 @@ class HookOutcome:
             body["tool_result"] = ctx.tool_result
         if text:
             body["hookSpecificOutput"] = {
-                "hookEventName": CLAUDE_EVENT_NAMES[ctx.event],
+                "hookEventName": (
+                    CLAUDE_FAILURE_NAME if ctx.tool_failed else CLAUDE_EVENT_NAMES[ctx.event]
+                ),
                 "additionalContext": text,
             }
         return body
@@ -185,8 +204,12 @@ def classify_prompt(payload: dict[str, Any]) -> tuple[str | None, str]:
         return None, "too short"
     if lowered.startswith(_SYSTEM_PREFIXES):
         return None, "a system or peer message"
-    if any(lowered.startswith(h) for h in _HEARTBEATS):
+    if any(lowered.startswith(h) for h in _HEARTBEATS) or _AUTOMATION_TAG.match(text):
         return None, "an automation heartbeat"
+    if _ACK_PUNCTUATION.sub("", lowered) in _ACKNOWLEDGEMENTS or not _ACK_PUNCTUATION.sub(
+        "", lowered
+    ):
+        return None, "an acknowledgement"
     if _MODEL_SWITCH.match(text):
         return None, "a model-switch notice"
     if find_secret(text):  # the one credential filter for every path
@@ -212,13 +235,28 @@ def event_tokens(payload: Any) -> float:
 # --- the run ----------------------------------------------------------------------------------
 
 
+def loggable(payload: dict[str, Any]) -> dict[str, Any]:
+    """The event as the session log keeps it: a whole tool output the client sent
+    (`memflow_output`) is described, not copied — its compression ref holds it."""
+    output = payload.get("memflow_output")
+    if not isinstance(output, dict):
+        return payload
+    described = {k: v for k, v in output.items() if k not in ("text", "base64")}
+    return {**payload, "memflow_output": described}
+
+
 def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
-    if event not in EVENTS:
+    if event not in EVENTS and event not in FAILURE_ALIASES:
         raise NotFound(
             f"Unknown hook event {event!r}; use one of {', '.join(EVENTS)}.", code="unknown_event"
         )
     if not isinstance(payload, dict):
         raise Invalid("A hook body is the harness's JSON object.", code="invalid_payload")
+    event, tool_failed = canonical_event(event, payload)
+    if tool_failed and "hook_event_name" not in payload:
+        # Posted to the failure endpoint by a harness that does not name its
+        # events: flagged the way the note and skill readers recognise.
+        payload = {**payload, "is_error": True}
     session_id = _string(payload, "session_id", "sessionId")
     if not session_id:
         raise Invalid("The hook JSON has no session_id.", code="session_id_required")
@@ -248,9 +286,9 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
             kind=event,
             # Kept whole, unknown fields included, but never a credential: the
             # log is shown in the dashboard and exported.
-            payload=redact_json(payload),
+            payload=redact_json(logged := loggable(payload)),
             turn=max(session.turns, 1),
-            tokens=int(event_tokens(payload)),
+            tokens=int(event_tokens(logged)),
         )
         if event == "session-end" and session.ended_at is None:
             AgentSession.objects.filter(pk=session.pk).update(ended_at=now)
@@ -266,6 +304,7 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
         prompt=prompt,
         skipped_reason=skipped_reason,
         delegation_depth=depth,
+        tool_failed=tool_failed,
         session_is_new=created,
         muted=is_muted(workspace, user, now),
         constant=event == "session-start" or bool((payload.get("memflow") or {}).get("constant")),

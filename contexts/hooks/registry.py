@@ -25,6 +25,21 @@ CLAUDE_EVENT_NAMES = {
 }
 
 
+# Claude Code reports a failed tool call as an event of its own. It runs as a
+# post-tool-use with `HookContext.tool_failed` set, so every capability that
+# reads tool calls (the session log, handoff notes, skills) sees the failure.
+FAILURE_ALIASES = {"post-tool-use-failure": "post-tool-use"}
+CLAUDE_FAILURE_NAME = "PostToolUseFailure"
+
+
+def canonical_event(event: str, payload: Any) -> tuple[str, bool]:
+    """(the event memflow runs, whether it reports a failed tool call)."""
+    fired = payload.get("hook_event_name") if isinstance(payload, dict) else None
+    if event in FAILURE_ALIASES:
+        return FAILURE_ALIASES[event], True
+    return event, event == "post-tool-use" and fired == CLAUDE_FAILURE_NAME
+
+
 # The tags memflow frames injected data with. Text from memories, events or
 # notes that spells one of them would close (or forge) a frame, and what
 # follows would reach the model as if memflow said it.
@@ -62,6 +77,8 @@ class HookContext:
     prompt: str | None = None
     skipped_reason: str = ""
     delegation_depth: int = 0
+    # post-tool-use: the harness reported the tool call as failed (PostToolUseFailure).
+    tool_failed: bool = False
     session_is_new: bool = False
     muted: bool = False
     # Whether session-constant blocks (identity, frozen core, preload) belong

@@ -4,8 +4,11 @@ a whole Claude Code-shaped session, and a dead server."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
+import threading
 import time
+from pathlib import Path
 
 import httpx
 
@@ -13,8 +16,9 @@ from memflow_site import install_hooks
 from tests.memflow_site.helpers import MEMFLOW, env_for, free_port, serving
 
 
-def run_hook(event: str, payload: dict, env: dict, timeout: float = 30) -> tuple[str, float, int]:
-    started = time.monotonic()
+def run_hook(event: str, payload: dict, env: dict, timeout: float = 30) -> tuple[str, str, int]:
+    """(stdout, stderr, exit status) of one `memflow hook`; its skip state stays in the test's dir."""
+    env = {"XDG_STATE_HOME": str(Path(env["MEMFLOW_DATA_DIR"]) / "state"), **env}
     result = subprocess.run(
         [MEMFLOW, "hook", event],
         input=json.dumps(payload),
@@ -23,7 +27,7 @@ def run_hook(event: str, payload: dict, env: dict, timeout: float = 30) -> tuple
         text=True,
         timeout=timeout,
     )
-    return result.stdout, time.monotonic() - started, result.returncode
+    return result.stdout, result.stderr, result.returncode
 
 
 def context_of(stdout: str, event_name: str) -> str:
@@ -74,6 +78,8 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
             "MEMFLOW_URL": served.url,
             "MEMFLOW_API_KEY": key,
             "MEMFLOW_WORKSPACE": "default",
+            # Roomy: this test is about what hooks say, not how fast.
+            "MEMFLOW_HOOK_TIMEOUT": "10",
         }
         base = {
             "session_id": "cc-e2e",
@@ -92,7 +98,7 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
         )
 
         api.post("/core/memory/", json={"action": "add", "content": "Written mid-session"})
-        out, elapsed, _ = run_hook(
+        out, _, _ = run_hook(
             "user-prompt",
             {
                 **base,
@@ -171,7 +177,6 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
         assert any(m["compartment"] == "context" and "jitter" in m["text"] for m in memories)
         ledger = api.get("/ledger/?session=cc-e2e").json()
         assert ledger["injected"] >= 2
-        assert elapsed < 5
 
         # Once warm, the web process set its long-lived heap aside from the
         # collector (memflow_site.heap): no full collection walks the model.
@@ -187,32 +192,48 @@ def test_a_dead_server_yields_nothing_and_exit_zero(tmp_path):
         "MEMFLOW_API_KEY": "mf_x",
         "MEMFLOW_WORKSPACE": "w",
     }
-    out, elapsed, code = run_hook("user-prompt", {"session_id": "s", "prompt": "hello there"}, env)
-    assert (out, code) == ("", 0)
-    assert elapsed < 5
+    result = run_hook("user-prompt", {"session_id": "s", "prompt": "hello there"}, env)
+    assert result == ("", "", 0)
+    # Refused at once: nothing to wait out, so nothing is skipped later.
+    assert not (tmp_path / "data" / "state").exists()
 
 
-def test_a_slow_server_is_cut_off_by_the_timeout(tmp_path):
-    import socket
-
+def test_a_hung_server_is_given_one_budget_then_skipped_for_a_while(tmp_path):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(1)  # accepts, never answers
-    port = listener.getsockname()[1]
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:  # accepts, never answers
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     env = {
         **env_for(tmp_path / "data"),
-        "MEMFLOW_URL": f"http://127.0.0.1:{port}",
+        "MEMFLOW_URL": url,
         "MEMFLOW_API_KEY": "k",
-        "MEMFLOW_HOOK_TIMEOUT": "1",
+        "MEMFLOW_HOOK_TIMEOUT": "0.5",
     }
     try:
-        out, elapsed, code = run_hook(
-            "user-prompt", {"session_id": "s", "prompt": "hello there"}, env
-        )
+        first = run_hook("user-prompt", {"session_id": "s", "prompt": "hello there"}, env)
+        later = [run_hook(e, {"session_id": "s"}, env) for e in ("post-tool-use", "stop")]
     finally:
         listener.close()
+        for conn in accepted:
+            conn.close()
+    out, err, code = first
     assert (out, code) == ("", 0)
-    assert elapsed < 4
+    assert f"{url} did not answer within 0.5 s" in err and err.count("\n") == 1
+    state = json.loads((tmp_path / "data" / "state" / "memflow" / "hook-skip.json").read_text())
+    assert state[url]["reason"] == "no answer within 0.5 s"
+    # The hooks after it leave the server alone, silently.
+    assert later == [("", "", 0), ("", "", 0)]
+    assert len(accepted) == 1
 
 
 def test_garbage_on_stdin_is_ignored(tmp_path):
@@ -227,46 +248,83 @@ def test_garbage_on_stdin_is_ignored(tmp_path):
     assert (result.stdout, result.returncode) == ("", 0)
 
 
-def test_install_hooks_merges_and_uninstall_removes_only_ours(tmp_path):
-    settings = tmp_path / ".claude" / "settings.json"
-    settings.parent.mkdir()
-    other = {"type": "command", "command": "/usr/bin/notify-send done"}
-    settings.write_text(json.dumps({"model": "x", "hooks": {"Stop": [{"hooks": [other]}]}}))
-    env = env_for(tmp_path / "data")
-    for _ in range(2):  # twice: nothing is added the second time
-        subprocess.run(
-            [MEMFLOW, "install-hooks", "--claude-code", "--project"],
-            cwd=tmp_path,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
-    data = json.loads(settings.read_text())
-    assert data["model"] == "x"
-    assert data["hooks"]["Stop"][0]["hooks"] == [other]
-    ours = [
+def install(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MEMFLOW, *flags],
+        cwd=tmp_path,
+        env={**env_for(tmp_path / "data"), "HOME": str(tmp_path / "home")},
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def ours(settings: dict) -> list[dict]:
+    return [
         h
-        for entries in data["hooks"].values()
+        for entries in settings["hooks"].values()
         for e in entries
         for h in e["hooks"]
         if install_hooks.is_memflow_hook(h)
     ]
-    assert sorted(h["command"].split()[-1] for h in ours) == sorted(install_hooks.EVENTS)
+
+
+def test_install_hooks_merges_and_uninstall_removes_only_ours(tmp_path):
+    settings = tmp_path / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    other = {"type": "command", "command": "/usr/bin/notify-send done"}
+    settings.write_text(json.dumps({"model": "x", "hooks": {"Stop": [{"hooks": [other]}]}}))
+    for _ in range(2):  # twice: nothing is added the second time
+        install(tmp_path, "install-hooks", "--claude-code", "--project")
+    data = json.loads(settings.read_text())
+    assert data["model"] == "x"
+    assert data["hooks"]["Stop"][0]["hooks"] == [other]
+    # Every event, the failed tool call's included, once each.
+    assert sorted(h["command"].split()[-1] for h in ours(data)) == sorted(install_hooks.EVENTS)
+    assert "post-tool-use-failure" in install_hooks.EVENTS
     assert data["hooks"]["PostToolUse"][0]["matcher"] == "*"
-    subprocess.run(
-        [MEMFLOW, "uninstall-hooks", "--claude-code"],
-        cwd=tmp_path,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    assert data["hooks"]["PostToolUseFailure"][0]["matcher"] == "*"
+    # --project is this clone's own file: the committed one is left alone.
+    assert not (tmp_path / ".claude" / "settings.json").exists()
+    install(tmp_path, "uninstall-hooks", "--claude-code")
     assert json.loads(settings.read_text()) == {
         "model": "x",
         "hooks": {"Stop": [{"hooks": [other]}]},
     }
 
     profile = tmp_path / "dsh-profile"
-    subprocess.run(
-        [MEMFLOW, "install-hooks", "--dsh", str(profile)], env=env, check=True, capture_output=True
-    )
+    install(tmp_path, "install-hooks", "--dsh", str(profile))
     assert "UserPromptSubmit" in json.loads((profile / "hooks.json").read_text())["hooks"]
+
+
+def test_shared_hooks_name_no_path_of_this_machine(tmp_path):
+    install(tmp_path, "install-hooks", "--claude-code", "--shared")
+    committed = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    commands = [h["command"] for h in ours(committed)]
+    assert len(commands) == len(install_hooks.EVENTS)
+    assert all("/" not in c.replace(">/dev/null", "") for c in commands), commands
+    # On a clone without memflow the command does nothing, successfully.
+    bare = subprocess.run(
+        ["sh", "-c", commands[0]],
+        env={"PATH": "/usr/bin:/bin"},
+        input="{}",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert (bare.returncode, bare.stdout, bare.stderr) == (0, "", "")
+    # A later --project install notices the shared file, and says how to undo it.
+    result = install(tmp_path, "install-hooks", "--claude-code", "--project")
+    assert "uninstall-hooks --claude-code --shared" in result.stderr
+    install(tmp_path, "uninstall-hooks", "--claude-code", "--shared")
+    assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == {}
+
+
+def test_project_install_warns_when_git_would_commit_the_local_file(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=30)
+    warned = install(tmp_path, "install-hooks", "--claude-code", "--project")
+    assert "git does not ignore" in warned.stderr
+    (tmp_path / ".gitignore").write_text(".claude/settings.local.json\n")
+    quiet = install(tmp_path, "install-hooks", "--claude-code", "--project")
+    assert "git does not ignore" not in quiet.stderr

@@ -121,6 +121,10 @@ def test_a_prompt_extending_an_earlier_one_folds_into_it(acme, hook):
         ("k", "too short"),
         ("<system-reminder>the user changed files</system-reminder>", "a system or peer message"),
         ("Continue working toward the active session goal.", "an automation heartbeat"),
+        ("[heartbeat] automation tick 2026-12-02T10:00Z", "an automation heartbeat"),
+        ("ok", "an acknowledgement"),
+        ("Thanks!", "an acknowledgement"),
+        ("go ahead.", "an acknowledgement"),
         ("Model switched to deepseek-v4", "a model-switch notice"),
         (
             "use ghp_0123456789abcdefghijklmnopqrstuvwxyzAB to push",

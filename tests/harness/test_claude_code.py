@@ -1,0 +1,287 @@
+"""memflow's hooks and MCP server inside the real Claude Code CLI.
+
+Each test runs `claude -p` against the fake model, with memflow's hooks
+installed as the README says, and checks what a user would notice: what
+the model was given, what memflow kept, and that a broken server costs a
+turn next to nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from contexts.flowctx.notes import FAILED, note_events, note_extractive
+from contexts.models import SessionEvent
+from tests.harness.conftest import Account, HarnessMaker, memflow_env
+from tests.harness.fake_model import Text, ToolUse, strings, tool_results
+from tests.memflow_site.helpers import MEMFLOW, Served, free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def rows_command(rows: int, width: int) -> tuple[str, bytes]:
+    """A shell command printing `rows` lines, and exactly the bytes it prints."""
+    line = "abcdefghij" * (width // 10)
+    command = (
+        "python3 -c \"import sys; sys.stdout.write(''.join("
+        f"f'row {{i:06d}} {line}' + chr(10) for i in range({rows})))\""
+    )
+    expected = "".join(f"row {i:06d} {line}\n" for i in range(rows)).encode()
+    return command, expected
+
+
+def assert_hooks_quiet(run, events: set[str]) -> None:
+    """Every hook ran, exited 0, and printed nothing to the model or the person."""
+    seen = {h["hook_event"] for h in run.hooks()}
+    assert events <= seen, f"hooks that ran: {seen}"
+    for hook in run.hooks():
+        assert (hook["outcome"], hook.get("exit_code")) == ("success", 0), hook
+        assert hook["stdout"] == "", hook
+
+
+def test_context_reaches_the_model_at_session_start_and_on_a_prompt(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    account.api.post(
+        "/core/memory/", json={"action": "add", "content": "Deploys need approval from #release"}
+    ).raise_for_status()
+    fact = account.api.post(
+        "/memories/",
+        json={"text": "The billing worker retries failed charges 3 times, then pages on-call."},
+    ).json()
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    h.install_hooks()
+
+    prompt = "how does the billing worker handle failed charges?"
+    run = h.run(prompt, [Text("It retries three times.")])
+    report_hook_seconds("context", run)
+
+    assert run.result["subtype"] == "success", run.stderr
+    first = h.model.main_requests()[0].body
+    said = "\n".join(strings(first["messages"]))
+    # Session start: the frozen core; the prompt: the recall, framed as data
+    # and labelled by Claude Code as the hook's context, not the user's words.
+    assert "SessionStart hook additional context: <memflow-protocol>" in said
+    assert "Deploys need approval from #release" in said
+    recall = said[said.index("UserPromptSubmit hook additional context: <memflow-recall") :]
+    assert "The billing worker retries failed charges 3 times" in recall
+    assert "data, not instructions" in recall and f"#{fact['id']}" in recall
+    # None of it is in the system prompt, which stays the same for every user.
+    assert "memflow" not in "\n".join(strings(first.get("system")))
+    # And memflow kept what the user typed, in this session.
+    memories = account.api.get("/memories/?status=all&limit=50").json()["results"]
+    assert [m["text"] for m in memories if m["source"] == "hook"] == [prompt]
+    for hook in run.hooks():
+        assert (hook["outcome"], hook.get("exit_code")) == ("success", 0), hook
+
+
+def test_a_bash_output_past_30000_chars_is_stored_whole(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    command, expected = rows_command(rows=1000, width=180)  # 192,000 bytes
+    sha = hashlib.sha256(expected).hexdigest()
+    short_command, short = rows_command(rows=100, width=190)  # 20,200 bytes: not cut
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    h.install_hooks()
+
+    run = h.run(
+        "list the rows",
+        [
+            ToolUse("Bash", {"command": command}),
+            ToolUse("Bash", {"command": short_command}),
+            Text("Listed."),
+        ],
+    )
+    report_hook_seconds("192 KB output", run)
+
+    assert run.result["subtype"] == "success", run.stderr
+    # Claude Code itself showed the model a preview and saved the rest to a file.
+    preview = tool_results(h.model.main_requests()[1].body)[0]
+    assert "Output too large" in json.dumps(preview)
+    # memflow kept all of it: byte for byte, final newline included.
+    original = account.api.get(f"/compression/{sha}/")
+    assert original.status_code == 200
+    assert original.content == expected and original.content.endswith(b"\n")
+    # The note to the model names that ref and its true size.
+    later = h.model.main_requests()[1].text()
+    assert f'<memflow-compression ref="{sha}">' in later
+    assert f"({len(expected):,} bytes) is stored whole" in later
+    # The session log describes the output rather than holding a second copy.
+    logged = SessionEvent.objects.filter(kind="post-tool-use").order_by("pk")[0].payload
+    assert logged["memflow_output"] == {
+        "source": "persistedOutputPath",
+        "size": len(expected),
+        "sha256": sha,
+    }
+    assert logged["tool_response"]["persistedOutputSize"] == len(expected)
+
+    # An output Claude Code does not cut reaches hooks as it showed the model:
+    # trimmed of its final newline. memflow keeps that, and says so.
+    trimmed = short.rstrip(b"\n")
+    short_sha = hashlib.sha256(trimmed).hexdigest()
+    assert account.api.get(f"/compression/{short_sha}/").content == trimmed
+    assert f"({len(trimmed):,} bytes, as Claude Code showed it) is stored" in (
+        h.model.main_requests()[2].text()
+    )
+
+
+def test_a_whole_output_comes_back_through_memflows_mcp_tool(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    command, expected = rows_command(rows=250, width=150)  # 40,500 bytes: inline over MCP
+    sha = hashlib.sha256(expected).hexdigest()
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    h.install_hooks()
+    h.add_mcp(f"{live.url}/mcp/?workspace={account.workspace.slug}&app=claude-code", account.key)
+
+    run = h.run(
+        "list the rows, then fetch them back",
+        [
+            ToolUse("Bash", {"command": command}),
+            ToolUse("mcp__memflow__flowctx_retrieve", {"hash": sha}),
+            Text("Fetched."),
+        ],
+        tools="Bash mcp__memflow",
+    )
+
+    assert run.result["subtype"] == "success", run.stderr
+    init = run.of("system", "init")[0]
+    assert {(s["name"], s["status"]) for s in init["mcp_servers"]} == {("memflow", "connected")}
+    fetched = tool_results(h.model.main_requests()[2].body)[-1]
+    assert not fetched.get("is_error"), fetched
+    text = fetched["content"] if isinstance(fetched["content"], str) else fetched["content"][0]
+    text = text if isinstance(text, str) else text["text"]
+    # Claude Code hands the model the tool's structured answer: the whole
+    # output, final newline included — not the preview Claude Code kept.
+    answer = json.loads(text)
+    assert (answer["sha256"], answer["size"]) == (sha, len(expected))
+    assert answer["text"].encode() == expected
+
+
+def test_a_failing_bash_call_is_recorded_as_a_failure(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    h.install_hooks()
+
+    run = h.run(
+        "list the build directory",
+        [
+            ToolUse("Bash", {"command": "ls /harness-missing-build-dir"}),
+            ToolUse("Bash", {"command": "ls /"}),
+            Text("The build directory does not exist."),
+        ],
+    )
+
+    assert run.result["subtype"] == "success", run.stderr
+    assert "PostToolUseFailure" in {hook["hook_event"] for hook in run.hooks()}
+    events = list(
+        SessionEvent.objects.order_by("pk")
+        .values_list("kind", "payload")
+        .filter(kind__in=["user-prompt", "post-tool-use"])
+    )
+    failed = [p for k, p in events if p.get("hook_event_name") == "PostToolUseFailure"]
+    assert len(failed) == 1
+    assert failed[0]["tool_input"]["command"] == "ls /harness-missing-build-dir"
+    assert "No such file or directory" in failed[0]["error"]
+    # A handoff note built from this session names it among the failed approaches.
+    note = note_extractive(note_events(events))
+    failures = note[note.index(f"## {FAILED}") :].split("\n## ", 1)[0]
+    assert "ls /harness-missing-build-dir" in failures
+    assert "ls /`" not in failures  # the call that worked is not a failure
+
+
+@contextmanager
+def hung_server() -> Iterator[tuple[str, list[socket.socket]]]:
+    """A server that accepts every connection and never answers; the list holds them."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+
+
+def test_a_hung_server_costs_one_hook_budget_then_is_skipped(harness: HarnessMaker) -> None:
+    with hung_server() as (url, accepted):
+        h = harness(memflow_env(url, "mf_whatever", "w", budget=""))
+        h.install_hooks()
+        run = h.run("list it", [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")])
+
+    assert run.result["subtype"] == "success", run.stderr
+    assert_hooks_quiet(run, {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"})
+    # The first hook waited out its budget and said so once; every later hook
+    # skipped the server without opening a connection to it.
+    assert len(accepted) == 1
+    said = [hook["stderr"] for hook in run.hooks() if hook["stderr"]]
+    assert len(said) == 1 and f"{url} did not answer within 1 s" in said[0]
+    state = json.loads((h.home / ".local" / "state" / "memflow" / "hook-skip.json").read_text())
+    assert state[url]["reason"] == "no answer within 1 s"
+    report_hook_seconds("hung server", run)
+
+
+def test_a_dead_server_is_skipped_silently(harness: HarnessMaker) -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    h = harness(memflow_env(url, "mf_whatever", "w", budget=""))
+    h.install_hooks()
+
+    run = h.run("list it", [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")])
+
+    assert run.result["subtype"] == "success", run.stderr
+    assert_hooks_quiet(run, {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"})
+    assert all(hook["stderr"] == "" for hook in run.hooks())
+    assert not (h.home / ".local" / "state" / "memflow").exists()  # nothing to wait out
+    assert all("memflow" not in r.text() for r in h.model.main_requests())
+
+
+def test_shared_settings_work_on_any_clone(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    h.install_hooks("--shared")
+    committed = (h.project / ".claude" / "settings.json").read_text()
+    assert str(Path(MEMFLOW).parent) not in committed  # no path of this machine
+    assert not (h.project / ".claude" / "settings.local.json").exists()
+
+    # A teammate with memflow on PATH: the hooks work.
+    h.memflow_env["PATH"] = f"{Path(MEMFLOW).parent}:{h.env()['PATH']}"
+    run = h.run("hello from a clone", [Text("Hi.")])
+    assert run.result["subtype"] == "success", run.stderr
+    memories = account.api.get("/memories/?status=all&limit=50").json()["results"]
+    assert [m["text"] for m in memories if m["source"] == "hook"] == ["hello from a clone"]
+
+    # One without it: the hooks do nothing, and say nothing.
+    h.memflow_env["PATH"] = "/usr/bin:/bin"
+    run = h.run("hello again", [Text("Hi.")])
+    assert run.result["subtype"] == "success", run.stderr
+    assert_hooks_quiet(run, {"SessionStart", "UserPromptSubmit", "Stop"})
+    assert all(hook["stderr"] == "" for hook in run.hooks())
+
+
+def report_hook_seconds(label: str, run) -> None:
+    """Claude Code's hook spans, as read from its stream: a figure, never an assertion."""
+    spans = run.hook_seconds()
+    shown = ", ".join(f"{name} {max(s):.2f}s" for name, s in sorted(spans.items()))
+    print(f"\n[{label}] hook spans: {shown}")
