@@ -8,11 +8,12 @@ passed on with the length it turned out to have.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from a2wsgi.asgi_typing import ASGIApp, Receive, Scope, Send
 from django.conf import settings
+
+from memflow_site.asgi_parts import replay, send_json
 
 
 class ChunkedBodies:
@@ -42,16 +43,7 @@ class ChunkedBodies:
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"transfer-encoding"]
         headers.append((b"content-length", str(len(body)).encode()))
         sized: Any = {**scope, "headers": headers}
-        sent = False
-
-        async def replay() -> Any:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(sized, replay, send)
+        await self.app(sized, replay(body, receive), send)
 
 
 def _unsized(scope: Scope) -> bool:
@@ -61,18 +53,5 @@ def _unsized(scope: Scope) -> bool:
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    body = json.dumps(
-        {"code": "request_too_large", "detail": f"The request body is over {limit:,} bytes."}
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-            "trailers": False,
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    detail = f"The request body is over {limit:,} bytes."
+    await send_json(send, 413, {"code": "request_too_large", "detail": detail})

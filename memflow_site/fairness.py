@@ -11,13 +11,14 @@ answered at once with 429 `too_many_concurrent_requests` and a Retry-After.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from http.cookies import SimpleCookie
 from typing import Any
 
 from a2wsgi.asgi_typing import ASGIApp, Receive, Scope, Send
 from django.conf import settings
+
+from memflow_site.asgi_parts import send_json
 
 API_PREFIX = "/api/v1/"
 HOOK_PREFIX = "/api/v1/hooks/"
@@ -68,23 +69,10 @@ def credential_of(scope: Scope) -> str:
 
 
 async def _refuse(send: Send, limit: int) -> None:
-    body = json.dumps(
-        {
-            "code": "too_many_concurrent_requests",
-            "detail": f"This credential already has {limit} requests in flight; "
-            "wait for one to finish.",
-        }
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 429,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", b"1"),
-            ],
-            "trailers": False,
-        }
+    detail = f"This credential already has {limit} requests in flight; wait for one to finish."
+    await send_json(
+        send,
+        429,
+        {"code": "too_many_concurrent_requests", "detail": detail},
+        {"Retry-After": "1"},
     )
-    await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -27,6 +26,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import Receive, Scope, Send
 
 from contexts.errors import MemflowError
+from memflow_site.asgi_parts import replay, send_json
 from memflow_site.mcp.caller import SCOPE_KEY, Caller, caller_resolve
 from memflow_site.mcp.server import build_server
 
@@ -52,19 +52,6 @@ def _resolve(authorization: str, params: Mapping[str, str], address: str) -> Cal
         return caller_resolve(authorization=authorization, params=params, address=address)
     finally:
         close_old_connections()
-
-
-async def send_json(
-    send: Send, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None
-) -> None:
-    payload = json.dumps(body).encode()
-    raw_headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(payload)).encode()),
-        *((name.lower().encode(), value.encode()) for name, value in (headers or {}).items()),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": payload})
 
 
 class McpEndpoint:
@@ -143,7 +130,7 @@ class McpEndpoint:
             if refusal is not None:
                 await send_json(send, 400, refusal)
                 return
-            receive = _replay(body, receive)
+            receive = replay(body, receive)
         await self.manager.handle_request(scope, receive, send)
 
 
@@ -178,17 +165,3 @@ async def _read_checked_body(receive: Receive) -> tuple[bytes, dict[str, str] | 
     except ValueError:
         pass  # not JSON: the SDK answers that itself, as a JSON-RPC parse error
     return body, None
-
-
-def _replay(body: bytes, original: Receive) -> Receive:
-    """The body read once, given again; after it, the client's own messages (a disconnect)."""
-    sent = False
-
-    async def receive() -> Any:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await original()
-
-    return receive
