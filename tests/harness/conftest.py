@@ -29,7 +29,7 @@ from django.contrib.auth.models import User
 from contexts import services
 from contexts.models import Workspace
 from tests.harness.fake_model import FakeModel, Turn, fake_model
-from tests.memflow_site.helpers import MEMFLOW, Served, env_for, serving
+from tests.memflow_site.helpers import MEMFLOW, Served, env_for, serving, wait_for_embeddings
 from tests.reliability.conftest import database_url_for_tests
 
 HERE = Path(__file__).parent
@@ -75,10 +75,7 @@ def live(
         User.objects.get_or_create(username="harness-placeholder")
     env = env_for(tmp_path_factory.mktemp("harness") / "data", database_url=url)
     with serving(env, "--no-worker") as server:
-        deadline = time.monotonic() + 180
-        while httpx.get(f"{server.url}/api/v1/health", timeout=10).json()["embeddings"] != "ready":
-            assert time.monotonic() < deadline, "the embedding model never loaded"
-            time.sleep(0.2)
+        wait_for_embeddings(server)
         yield server
 
 

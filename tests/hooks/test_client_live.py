@@ -16,13 +16,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from django.contrib.auth.models import User
 
 from contexts import services
 from contexts.models import CompressionRef, SessionEvent, Workspace
-from tests.memflow_site.helpers import MEMFLOW, Served, env_for, free_port, serving
+from tests.memflow_site.helpers import (
+    MEMFLOW,
+    Served,
+    env_for,
+    free_port,
+    serving,
+    wait_for_embeddings,
+)
 from tests.reliability.conftest import database_url_for_tests
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,10 +43,7 @@ def live(
         User.objects.get_or_create(username="client-placeholder")  # flushed by the first test
     env = env_for(tmp_path_factory.mktemp("client-live") / "data", database_url=url)
     with serving(env, "--no-worker") as server:
-        deadline = time.monotonic() + 180
-        while httpx.get(f"{server.url}/api/v1/health", timeout=10).json()["embeddings"] != "ready":
-            assert time.monotonic() < deadline, "the embedding model never loaded"
-            time.sleep(0.2)
+        wait_for_embeddings(server)
         yield server
 
 

@@ -7,17 +7,15 @@ server process sees it; the server reads the same database through a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, urlencode
 
-import httpx
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from tests.memflow_site.helpers import Served, env_for, serving
+from tests.memflow_site.helpers import Served, env_for, serving, wait_for_embeddings
 
 
 def database_url_for_tests() -> str:
@@ -47,8 +45,5 @@ def served(
         User.objects.get_or_create(username="mcp-placeholder")
     env = env_for(tmp_path_factory.mktemp("mcp") / "data", database_url=url)
     with serving(env, "--no-worker") as server:
-        deadline = time.monotonic() + 120
-        while httpx.get(f"{server.url}/api/v1/health").json()["embeddings"] != "ready":
-            assert time.monotonic() < deadline, "the embedding model never loaded"
-            time.sleep(0.5)
+        wait_for_embeddings(server)
         yield server

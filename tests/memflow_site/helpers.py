@@ -98,3 +98,11 @@ def serving(env: dict[str, str], *extra: str, timeout: float = 90) -> Iterator[S
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+
+def wait_for_embeddings(server: Served, guard: float = 180) -> None:
+    """Until the served process says its embedding model is loaded (guard: a hang, not speed)."""
+    deadline = time.monotonic() + guard
+    while httpx.get(f"{server.url}/api/v1/health", timeout=10).json()["embeddings"] != "ready":
+        assert time.monotonic() < deadline, "the embedding model never loaded"
+        time.sleep(0.2)
