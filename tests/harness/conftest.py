@@ -175,19 +175,13 @@ class Harness:
 
     def install_hooks(self, *flags: str) -> subprocess.CompletedProcess[str]:
         """What the README tells a user to run, in the project."""
-        result = subprocess.run(
-            [MEMFLOW, "install-hooks", "--claude-code", *(flags or ("--project",))],
-            cwd=self.project,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
+        return self._in_project(
+            [MEMFLOW, "install-hooks", "--claude-code", *(flags or ("--project",))]
         )
-        return result
 
     def add_mcp(self, url: str, key: str) -> None:
-        subprocess.run(
+        header = f"Authorization: Bearer {key}"
+        self._in_project(
             [
                 str(self.claude),
                 "mcp",
@@ -197,8 +191,14 @@ class Harness:
                 "memflow",
                 url,
                 "--header",
-                f"Authorization: Bearer {key}",
-            ],
+                header,
+            ]
+        )
+
+    def _in_project(self, command: list[str]) -> subprocess.CompletedProcess[str]:
+        """A set-up command run in the project as the user would, failing loudly."""
+        return subprocess.run(
+            command,
             cwd=self.project,
             env=self.env(),
             capture_output=True,
