@@ -21,7 +21,7 @@ run: install
 	$(BIN)/memflow serve
 
 test: install
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -m "not slow" --durations=15
 
 test-slow: install
 	$(BIN)/pytest -m slow
