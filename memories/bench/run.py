@@ -13,7 +13,6 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -211,11 +210,6 @@ def forget_captures(workspace: Workspace) -> int:
 
 
 # --- quality ----------------------------------------------------------------------------
-
-
-@dataclass
-class Ranking:
-    ids: list[int]
 
 
 def rrf(dense: list[int], lexical_ids: list[int], k: int = 60) -> list[int]:

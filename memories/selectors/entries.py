@@ -1,0 +1,90 @@
+"""Single entries and filtered lists of them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+
+from contexts.errors import NotFound
+from contexts.models import Workspace
+from memories.models import Memory
+
+
+def memory_get(*, workspace: Workspace, memory_id: int) -> Memory:
+    memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
+    if memory is None:
+        raise NotFound(f"No memory #{memory_id} in this workspace.", code="memory_not_found")
+    return memory
+
+
+@dataclass(frozen=True)
+class MemoryFilters:
+    compartment: str | None = None
+    compartments: Sequence[str] | None = None
+    source: str | None = None
+    app: str | None = None
+    state_key: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_superseded: bool = False
+    exclude_compartments: Sequence[str] = ()
+
+    def sql(self, params: dict[str, Any], alias: str = "m") -> str:
+        """A WHERE fragment (starting with AND) for these filters."""
+        parts = []
+        if not self.include_superseded:
+            parts.append(f"{alias}.valid_to IS NULL")
+        if self.compartment is not None:
+            params["f_compartment"] = self.compartment
+            parts.append(f"{alias}.compartment = %(f_compartment)s")
+        if self.compartments is not None:
+            params["f_compartments"] = list(self.compartments)
+            parts.append(f"{alias}.compartment = ANY(%(f_compartments)s)")
+        if self.exclude_compartments:
+            params["f_exclude"] = list(self.exclude_compartments)
+            parts.append(f"NOT ({alias}.compartment = ANY(%(f_exclude)s))")
+        for name in ("source", "app", "state_key"):
+            value = getattr(self, name)
+            if value is not None:
+                params[f"f_{name}"] = value
+                parts.append(f"{alias}.{name} = %(f_{name})s")
+        if self.since is not None:
+            params["f_since"] = self.since
+            parts.append(f"{alias}.created_at >= %(f_since)s")
+        if self.until is not None:
+            params["f_until"] = self.until
+            parts.append(f"{alias}.created_at < %(f_until)s")
+        return "".join(f" AND {p}" for p in parts)
+
+    def queryset(self, qs: QuerySet[Memory]) -> QuerySet[Memory]:
+        if not self.include_superseded:
+            qs = qs.filter(valid_to__isnull=True)
+        if self.compartment is not None:
+            qs = qs.filter(compartment=self.compartment)
+        if self.compartments is not None:
+            qs = qs.filter(compartment__in=list(self.compartments))
+        if self.exclude_compartments:
+            qs = qs.exclude(compartment__in=list(self.exclude_compartments))
+        for name in ("source", "app", "state_key"):
+            value = getattr(self, name)
+            if value is not None:
+                qs = qs.filter(**{name: value})
+        if self.since is not None:
+            qs = qs.filter(created_at__gte=self.since)
+        if self.until is not None:
+            qs = qs.filter(created_at__lt=self.until)
+        return qs
+
+
+def memory_list(
+    *, workspace: Workspace, filters: MemoryFilters, contains: str | None = None
+) -> QuerySet[Memory]:
+    qs = filters.queryset(Memory.objects.filter(workspace=workspace))
+    if contains:
+        # Uses index: memory_text_trgm (substring search over paths, IDs, CJK).
+        qs = qs.filter(text__icontains=contains)
+    return qs.order_by("-created_at", "-id")

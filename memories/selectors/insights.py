@@ -1,0 +1,125 @@
+"""Insights: conflicting entries, fading ones, cleanup candidates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from contexts.fairness import heavy_read
+from contexts.models import Workspace
+from memories.conf import conflict_cosine, memory_setting
+from memories.decay import retention_sql
+from memories.models import Memory
+from memories.selectors.embedder import embedder_for
+from memories.selectors.search import _distance_order
+
+
+@dataclass
+class Conflict:
+    a: Memory
+    b: Memory
+    cosine: float
+
+
+def memory_conflicts(
+    *, workspace: Workspace, threshold: float | None = None, scan: int = 500, limit: int = 50
+) -> list[Conflict]:
+    """Current entries that mean nearly the same but say it differently.
+
+    Scans the `scan` most recent current entries, each against its nearest
+    neighbours through the HNSW index, so the cost is bounded however large
+    the library grows. Only entries of the serving embedder's model are
+    compared; `threshold` defaults to that model's (`conf.CONFLICT_COSINE`).
+    """
+    model_id = embedder_for(workspace).model_id
+    if threshold is None:
+        threshold = conflict_cosine(model_id)
+    params: dict[str, Any] = {
+        "ws": workspace.pk,
+        "scan": scan,
+        "t": threshold,
+        "limit": limit,
+        "model": model_id,
+    }
+    order = _distance_order(workspace, "r.embedding")
+    # Raw SQL: a lateral nearest-neighbour probe per recent entry.
+    sql = f"""
+        WITH recent AS (
+            SELECT id, embedding, norm_hash FROM memories_memory
+            WHERE workspace_id = %(ws)s AND valid_to IS NULL AND embedding IS NOT NULL
+              AND embedding_model = %(model)s
+            ORDER BY created_at DESC LIMIT %(scan)s
+        )
+        SELECT DISTINCT LEAST(r.id, n.id), GREATEST(r.id, n.id), n.cos
+        FROM recent r
+        CROSS JOIN LATERAL (
+            SELECT m.id, 1 - (m.embedding <=> r.embedding) AS cos, m.norm_hash
+            FROM memories_memory m
+            WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND m.id <> r.id
+              AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s
+            ORDER BY {order} LIMIT 3
+        ) n
+        WHERE n.cos >= %(t)s AND n.norm_hash <> r.norm_hash
+        ORDER BY n.cos DESC LIMIT %(limit)s
+    """
+    with heavy_read("conflicts"), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        pairs = cursor.fetchall()
+    rows = Memory.objects.select_related("workspace", "session").in_bulk(
+        {i for a, b, _ in pairs for i in (a, b)}
+    )
+    return [
+        Conflict(a=rows[a], b=rows[b], cosine=float(c))
+        for a, b, c in pairs
+        if a in rows and b in rows
+    ]
+
+
+def memory_fading(
+    *, workspace: Workspace, below: float = 0.5, limit: int = 50, now: datetime | None = None
+) -> list[tuple[Memory, float]]:
+    """High-value entries (the model's or imported) whose retention is falling below `below`."""
+    now = now or timezone.now()
+    tau = float(memory_setting(workspace, "decay_tau_days"))
+    # Raw SQL: the retention formula evaluated by the database, so that only
+    # the fading rows travel.
+    sql = f"""
+        SELECT m.id, {retention_sql("%(now)s", "%(tau)s")} AS r
+        FROM memories_memory m
+        WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND NOT m.pinned
+          AND m.source IN ('model', 'import')
+          AND {retention_sql("%(now)s", "%(tau)s")} < %(below)s
+        ORDER BY r ASC LIMIT %(limit)s
+    """
+    with heavy_read("insights"), connection.cursor() as cursor:
+        cursor.execute(
+            sql, {"ws": workspace.pk, "now": now, "tau": tau, "below": below, "limit": limit}
+        )
+        found = cursor.fetchall()
+    rows = Memory.objects.select_related("workspace", "session").in_bulk([i for i, _ in found])
+    return [(rows[i], float(r)) for i, r in found if i in rows]
+
+
+def memory_below_retention(*, workspace: Workspace, now: datetime) -> list[tuple[int, float, str]]:
+    """Cleanup candidates: (id, retention, source) under the workspace's thresholds, or expired."""
+    tau = float(memory_setting(workspace, "decay_tau_days"))
+    plain = float(memory_setting(workspace, "cleanup_threshold"))
+    valuable = float(memory_setting(workspace, "cleanup_threshold_valuable"))
+    expr = retention_sql("%(now)s", "%(tau)s")
+    # Raw SQL: as in memory_fading.
+    sql = f"""
+        SELECT m.id, {expr} AS r, m.source FROM memories_memory m
+        WHERE m.workspace_id = %(ws)s AND NOT m.pinned
+          AND ({expr} < CASE WHEN m.source IN ('model', 'import') THEN %(valuable)s ELSE %(plain)s END
+               OR m.expires_at < %(now)s)
+        ORDER BY m.id
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql, {"ws": workspace.pk, "now": now, "tau": tau, "plain": plain, "valuable": valuable}
+        )
+        return [(int(i), float(r), str(s)) for i, r, s in cursor.fetchall()]

@@ -1,0 +1,97 @@
+"""Library statistics and the injection ledger's summary."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Avg, Count, Max, Min, Q
+from django.utils import timezone
+
+from contexts.fairness import heavy_read
+from contexts.models import Workspace
+from memories.models import InjectionEvent, Memory
+
+
+def memory_stats(*, workspace: Workspace, now: datetime | None = None) -> dict[str, Any]:
+    now = now or timezone.now()
+    with heavy_read("stats"):
+        return _memory_stats(workspace=workspace, now=now)
+
+
+def _memory_stats(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
+    all_rows = Memory.objects.filter(workspace=workspace)
+    current = all_rows.filter(valid_to__isnull=True)
+
+    def counts(column: str) -> dict[str, int]:
+        return {
+            (row[column] or ""): row["n"]
+            for row in current.values(column).annotate(n=Count("id")).order_by(column)
+        }
+
+    aggregate = current.aggregate(
+        total=Count("id"),
+        accessed=Count("id", filter=Q(access_count__gt=0)),
+        access_mean=Avg("access_count"),
+        access_max=Max("access_count"),
+        oldest=Min("created_at"),
+        newest=Max("created_at"),
+    )
+    oldest, newest = aggregate["oldest"], aggregate["newest"]
+    return {
+        "current": aggregate["total"],
+        "superseded": all_rows.filter(valid_to__isnull=False).count(),
+        "by_source": counts("source"),
+        "by_app": counts("app"),
+        "by_compartment": counts("compartment"),
+        "state_keys": current.exclude(state_key="").count(),
+        "never_accessed": aggregate["total"] - aggregate["accessed"],
+        "access_count_mean": float(aggregate["access_mean"] or 0.0),
+        "access_count_max": aggregate["access_max"] or 0,
+        "oldest_age_days": round((now - oldest).total_seconds() / 86400, 2) if oldest else None,
+        "newest_age_days": round((now - newest).total_seconds() / 86400, 2) if newest else None,
+    }
+
+
+# --- the ledger ------------------------------------------------------------------
+
+
+def ledger_summary(
+    *, workspace: Workspace, session_id: str | None = None, top: int = 10
+) -> dict[str, Any]:
+    """Injection → use rates: of the ids injected into a session, how many were then used."""
+    with heavy_read("ledger"):
+        return _ledger_summary(workspace=workspace, session_id=session_id, top=top)
+
+
+def _ledger_summary(*, workspace: Workspace, session_id: str | None, top: int) -> dict[str, Any]:
+    events = InjectionEvent.objects.filter(workspace=workspace)
+    if session_id is not None:
+        events = events.filter(session__external_id=session_id)
+    injected = set(
+        events.filter(kind=InjectionEvent.Kind.INJECTED).values_list("session_id", "memory_id")
+    )
+    uses: dict[str, set[tuple[int, int]]] = {}
+    for kind in (
+        InjectionEvent.Kind.EXPANDED,
+        InjectionEvent.Kind.RECALLED,
+        InjectionEvent.Kind.SUPERSEDED,
+    ):
+        uses[kind] = set(events.filter(kind=kind).values_list("session_id", "memory_id")) & injected
+    used_any = set().union(*uses.values()) if uses else set()
+    hottest = list(
+        events.values("memory_id")
+        .annotate(n=Count("id"), used=Count("id", filter=~Q(kind=InjectionEvent.Kind.INJECTED)))
+        .order_by("-n", "memory_id")[:top]
+    )
+    n = len(injected)
+    return {
+        "injected": n,
+        "used": len(used_any),
+        "use_rate": round(len(used_any) / n, 4) if n else 0.0,
+        "by_kind": {kind: len(pairs) for kind, pairs in uses.items()},
+        "rates": {kind: (round(len(pairs) / n, 4) if n else 0.0) for kind, pairs in uses.items()},
+        "hottest": [
+            {"memory_id": h["memory_id"], "events": h["n"], "uses": h["used"]} for h in hottest
+        ],
+    }
