@@ -25,7 +25,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 # Dedupe gates per embedding model. Cosine alone never decides: a fold also
-# needs the lexical evidence in `services._dedupe_decision`. Measured with
+# needs the lexical evidence in `services.dedupe._Folder._find_fold`. Measured with
 # `memflow bench dedupe` (see README); unknown models use the default.
 DEDUPE_MERGE_COSINE: dict[str, float] = {
     "sentence-transformers/all-MiniLM-L6-v2": 0.55,

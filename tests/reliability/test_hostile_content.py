@@ -310,7 +310,7 @@ def test_yaml_bombs_in_declarations_are_refused(client, source):
 # --- the credential filter must not be a way to stall a turn ------------------------
 
 _REDOS_PROBE = """
-from memories.secrets import find_secret
+from contexts.secrets import find_secret
 for text in ("tokena." * 3000, "a." * 10000, "token=" * 4000):
     find_secret(text)
 """
