@@ -18,9 +18,7 @@ from contexts import dashboard_selectors as dash_selectors
 from contexts.api import SessionOutput
 from contexts.api_base import WorkspaceApiView
 from contexts.selectors import agent_session_get
-from memories.session_log import session_log
-
-LEDGER_ROWS = 500  # ids listed with their marks; `ledger_count` says how many there are
+from memories.session_log import LEDGER_ROWS, session_log
 
 
 class MarkOutput(serializers.Serializer):

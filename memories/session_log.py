@@ -18,6 +18,8 @@ from memories import core
 from memories.dashboard_selectors import Mark, ledger_marks, memories_by_id
 from memories.models import Memory
 
+LEDGER_ROWS = 500  # ids listed with their marks; the rest are counted, not listed
+
 # What each family of injected blocks is, for "why did the model see this".
 BLOCK_ORIGINS = (
     ("context:preload", "the directory's preload, given once per session"),
@@ -144,7 +146,7 @@ def session_log(
     session: AgentSession,
     events: Iterable[SessionEvent],
     viewer: Any,
-    ledger_rows: int = 500,
+    ledger_rows: int = LEDGER_ROWS,
 ) -> SessionLog:
     """`events` (a page of the session's log) as shown to `viewer`, and its ledger.
 
