@@ -1,4 +1,4 @@
-"""REST endpoints for workspaces, members and API keys."""
+"""REST endpoints for workspaces, members, API keys and the list of agent sessions."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from contexts import dashboard_selectors as dash_selectors
 from contexts import selectors, services
 from contexts.api_base import WorkspaceApiView, request_key
 from contexts.auth import request_user
 from contexts.errors import Forbidden
-from contexts.models import ApiKey, Membership, Workspace
+from contexts.models import AgentSession, ApiKey, Membership, Workspace
 from contexts.selectors import Access
 
 
@@ -240,3 +241,69 @@ class MuteApi(WorkspaceApiView):
             for_user=values["scope"] == "user",
         )
         return Response({"muted_until": until, "scope": values["scope"]})
+
+
+class SessionOutput(serializers.Serializer):
+    id = serializers.IntegerField(help_text="memflow's id of the session")
+    session_id = serializers.CharField(
+        source="external_id", help_text="The harness's own session id; the detail's path key."
+    )
+    app = serializers.CharField()
+    directory = serializers.CharField(source="cwd")
+    device = serializers.CharField()
+    user = serializers.CharField(source="user.username", allow_null=True, default=None)
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(allow_null=True)
+    open = serializers.SerializerMethodField()
+    turns = serializers.IntegerField()
+
+    def get_open(self, session: AgentSession) -> bool:
+        return session.ended_at is None
+
+
+class SessionRowOutput(SessionOutput):
+    events = serializers.IntegerField(source="n_events")
+    injections = serializers.IntegerField(source="n_injections")
+
+
+class SessionListApi(WorkspaceApiView):
+    """The workspace's agent sessions, newest first, as the dashboard lists them."""
+
+    class Params(serializers.Serializer):
+        app = serializers.CharField(required=False, max_length=64)
+        directory = serializers.CharField(
+            required=False, max_length=4096, help_text="this directory or one below it"
+        )
+        state = serializers.ChoiceField(choices=["open", "ended", "all"], default="all")
+        since = serializers.DateTimeField(required=False, help_text="started at or after")
+        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
+        offset = serializers.IntegerField(min_value=0, max_value=1_000_000_000, default=0)
+
+    class OutputSerializer(serializers.Serializer):
+        count = serializers.IntegerField(help_text="sessions matching the filters, all pages")
+        offset = serializers.IntegerField()
+        limit = serializers.IntegerField()
+        results = SessionRowOutput(many=True)
+
+    @extend_schema(operation_id="session_list", parameters=[Params], responses=OutputSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        params = self.Params(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        values: dict[str, Any] = params.validated_data
+        sessions = dash_selectors.session_list_annotated(
+            workspace=self.workspace,
+            app=values.get("app", ""),
+            state=values["state"],
+            directory=values.get("directory", ""),
+            since=values.get("since"),
+        )
+        offset, limit = values["offset"], values["limit"]
+        page = sessions[offset : offset + limit]
+        return Response(
+            {
+                "count": sessions.count(),
+                "offset": offset,
+                "limit": limit,
+                "results": SessionRowOutput(page, many=True).data,
+            }
+        )

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", api.WorkspaceDetailApi.as_view(), name="api-workspace-detail"),
     path("members/", api.MemberListCreateApi.as_view(), name="api-member-list"),
     path("mute/", api.MuteApi.as_view(), name="api-mute"),
+    path("sessions/", api.SessionListApi.as_view(), name="api-session-list"),
     path("members/<str:username>/", api.MemberDetailApi.as_view(), name="api-member-detail"),
     path(
         "contexts/assemble/", context_api.ContextAssembleApi.as_view(), name="api-context-assemble"

@@ -46,11 +46,14 @@ def session_list_annotated(
     contains: str = "",
     app: str = "",
     state: str = "",
+    directory: str = "",
+    since: datetime | None = None,
 ) -> QuerySet[AgentSession]:
     """A workspace's sessions, newest first, each with its event and injection counts.
 
     `contains` matches the harness's session id or the directory; `state` is
-    "open" or "ended" (anything else: both).
+    "open" or "ended" (anything else: both); `directory` keeps the sessions
+    opened in it or below it; `since`, those started at or after it.
 
     The counts are correlated subqueries rather than a join + GROUP BY, so a
     page of 50 sessions costs 50 index probes, not an aggregate over every event.
@@ -70,6 +73,12 @@ def session_list_annotated(
         sessions = sessions.filter(app=app)
     if state in ("open", "ended"):
         sessions = sessions.filter(ended_at__isnull=state == "open")
+    if directory:
+        root = directory.rstrip("/") or "/"
+        below = root if root.endswith("/") else root + "/"
+        sessions = sessions.filter(Q(cwd=root) | Q(cwd__startswith=below))
+    if since is not None:
+        sessions = sessions.filter(started_at__gte=since)
     # Uses index: agentsession_recent_idx.
     return (
         sessions.select_related("user")

@@ -188,6 +188,20 @@ def agent_session_list(*, workspace: Workspace) -> QuerySet[AgentSession]:
     return AgentSession.objects.filter(workspace=workspace)
 
 
+def agent_session_get(*, workspace: Workspace, external_id: str) -> AgentSession:
+    """The session the harness calls `external_id` in this workspace, its user attached."""
+    # Uses index: agentsession_external_unique.
+    session = (
+        AgentSession.objects.filter(workspace=workspace, external_id=external_id)
+        .select_related("user")
+        .first()
+    )
+    if session is None:
+        raise NotFound(f"No session {external_id!r} in this workspace.", code="session_not_found")
+    session.workspace = workspace
+    return session
+
+
 # --- declarations and stored context documents ---------------------------------
 
 

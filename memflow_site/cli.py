@@ -413,6 +413,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     return client_status.main(as_json=args.json)
 
 
+def cmd_ledger(args: argparse.Namespace) -> int:
+    from memflow_site import client_ledger
+
+    return client_ledger.main(
+        workspace=args.workspace or "", session=args.session or "", top=args.top, as_json=args.json
+    )
+
+
 def _hook_target(args: argparse.Namespace) -> Path:
     from memflow_site import install_hooks
 
@@ -623,6 +631,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument("--json", action="store_true", help="the findings as JSON on stdout")
     status.set_defaults(func=cmd_status)
+
+    ledger = sub.add_parser(
+        "ledger", help="injection → use rates and the hottest memory ids, from the server"
+    )
+    ledger.add_argument("--workspace", help="default: the client's, else the key's only one")
+    ledger.add_argument("--session", help="only this session (the harness's session id)")
+    ledger.add_argument("--top", type=int, default=10, help="how many hottest ids (1-100)")
+    ledger.add_argument("--json", action="store_true", help="the summary as JSON on stdout")
+    ledger.set_defaults(func=cmd_ledger)
 
     mute = sub.add_parser(
         "mute", help="mute the per-turn working context for a while (the tools keep working)"

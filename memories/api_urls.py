@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memories import api, core_api
+from memories import api, core_api, session_api
 
 urlpatterns = [
     path("memories/", api.MemoryListCreateApi.as_view(), name="api-memory-list"),
@@ -25,6 +25,11 @@ urlpatterns = [
     path("session-pack/", api.SessionPackApi.as_view(), name="api-session-pack"),
     path("stats/", api.StatsApi.as_view(), name="api-stats"),
     path("ledger/", api.LedgerApi.as_view(), name="api-ledger"),
+    path(
+        "sessions/<str:session_id>/",
+        session_api.SessionDetailApi.as_view(),
+        name="api-session-detail",
+    ),
     path("dedupe-events/", api.DedupeEventListApi.as_view(), name="api-dedupe-event-list"),
     path("dedupe-events/<int:event_id>/undo/", api.DedupeUndoApi.as_view(), name="api-dedupe-undo"),
     path("core/", core_api.CoreApi.as_view(), name="api-core"),

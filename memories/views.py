@@ -27,9 +27,8 @@ from contexts.dashboard import (
 )
 from contexts.errors import MemflowError
 from contexts.flowctx import selectors as flowctx_selectors
-from contexts.models import SessionEvent
 from contexts.selectors import Access
-from memories import core, embeddings, rendering, selectors, services
+from memories import core, embeddings, rendering, selectors, services, session_log
 from memories import dashboard_selectors as memory_dash
 from memories.conf import memory_setting
 from memories.decay import retention
@@ -598,94 +597,10 @@ EVENTS_PER_PAGE = 100
 LEDGER_ROWS = 500  # a session's ledger table; the rest is counted, not listed
 PAYLOAD_CHARS = 20_000
 
-# What each family of injected blocks is, for "why did the model see this".
-BLOCK_ORIGINS = (
-    ("context:preload", "the directory's preload, given once per session"),
-    ("context:", "a system-prompt section from the directory's declarations"),
-    ("memflow:core-", "frozen core memory, as it was when the session started"),
-    ("memflow:protocol", "memflow's protocol: how to use the memory tools"),
-    ("memflow:restore", "memories restored after a compaction"),
-    ("memflow:lessons", "lessons recalled for this prompt"),
-    ("memflow:recall", "memories recalled for this prompt"),
-    ("memflow:", "memory"),
-    ("flowctx:compression", "a note about projected tool output and how to expand it"),
-    ("flowctx:handoff", "a handoff note summarising earlier turns"),
-    ("flowctx:scratchpad", "the model's own scratchpad"),
-    ("flowctx:", "working context"),
-    ("skills:nudge", "a nudge to save or use a skill"),
-    ("skills:", "skills"),
-)
-
-
-def _block_origin(name: str) -> str:
-    return next((why for prefix, why in BLOCK_ORIGINS if name.startswith(prefix)), "")
-
 
 def _payload_json(payload: Any) -> str:
     text = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
     return text if len(text) <= PAYLOAD_CHARS else text[:PAYLOAD_CHARS] + "\n… (cut)"
-
-
-def _first_text(payload: dict[str, Any], *keys: str) -> str:
-    for key in keys:
-        value = payload.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return ""
-
-
-def _event_view(
-    event: SessionEvent,
-    marks: dict[int, list[memory_dash.Mark]],
-    known: set[int],
-    viewer: Any,
-    session: Any,
-) -> dict[str, Any]:
-    payload = event.payload if isinstance(event.payload, dict) else {}
-    view: dict[str, Any] = {"event": event, "kind": event.kind, "json": _payload_json(payload)}
-    if event.kind == "injection":
-        blocks = []
-        for block in payload.get("blocks") or []:
-            if not isinstance(block, dict):
-                continue
-            ids = [int(i) for i in block.get("memory_ids") or [] if isinstance(i, int)]
-            name = str(block.get("name", ""))
-            text, withheld = core.injected_block_text(
-                name=name, text=str(block.get("text", "")), viewer=viewer, session=session
-            )
-            blocks.append(
-                {
-                    "name": name,
-                    "order": block.get("order"),
-                    "why": _block_origin(name),
-                    "text": text,
-                    "withheld": withheld,
-                    "sha256": str(block.get("sha256", "")),
-                    "memories": [
-                        {
-                            "id": i,
-                            "exists": i in known,
-                            "marks": sorted({m.kind for m in marks.get(i, [])}),
-                        }
-                        for i in ids
-                    ],
-                }
-            )
-        view["blocks"] = blocks
-        view["trigger"] = str(payload.get("event", ""))
-    elif event.kind == "user-prompt":
-        view["text"] = _first_text(payload, "prompt", "user_prompt", "text")
-    elif event.kind == "post-tool-use":
-        view["tool"] = _first_text(payload, "tool_name", "toolName", "tool")
-    elif event.kind == "stop":
-        view["text"] = _first_text(
-            payload, "last_assistant_message", "assistant_message", "message", "text"
-        )
-    elif event.kind == "context.assembly":
-        view["sections"] = payload.get("sections") or []
-        view["warnings"] = payload.get("warnings") or []
-        view["preload"] = payload.get("preload")
-    return view
 
 
 @login_required
@@ -697,30 +612,22 @@ def session_detail(request: HtmxHttpRequest, slug: str, session_id: int) -> Http
         session = dash_selectors.session_get(workspace=workspace, session_id=session_id)
     except MemflowError:
         raise Http404("No such session.") from None
-    marks = memory_dash.ledger_marks(session=session)
     page = page_of(request, dash_selectors.session_events(session=session), EVENTS_PER_PAGE)
-    ids_on_page = {
-        int(i)
-        for event in page.object_list
-        if event.kind == "injection" and isinstance(event.payload, dict)
-        for block in event.payload.get("blocks") or []
-        if isinstance(block, dict)
-        for i in block.get("memory_ids") or []
-        if isinstance(i, int)
-    }
-    listed = sorted(marks)[:LEDGER_ROWS]
-    memories = memory_dash.memories_by_id(workspace=workspace, ids=ids_on_page | set(listed))
-    known = set(memories)  # every id shown in a block on this page was looked up
-    ledger_rows = [{"id": i, "memory": memories.get(i), "marks": marks[i]} for i in listed]
+    log = session_log.session_log(
+        session=session, events=page.object_list, viewer=request.user, ledger_rows=LEDGER_ROWS
+    )
+    for view in log.events:
+        if view["payload"] is not None:
+            view["json"] = _payload_json(view["payload"])
     context = {
         "workspace": workspace,
         "membership": membership,
         "session": session,
         "page": page,
-        "events": [_event_view(e, marks, known, request.user, session) for e in page.object_list],
-        "ledger_rows": ledger_rows,
-        "ledger_ids": len(marks),
-        "ledger_unlisted": len(marks) - len(listed),
+        "events": log.events,
+        "ledger_rows": log.ledger,
+        "ledger_ids": log.ledger_ids,
+        "ledger_unlisted": log.ledger_ids - len(log.ledger),
         "refs": dash_selectors.session_compression_refs(session=session),
         "tree": dash_selectors.summary_tree(session=session),
         "scratchpad": flowctx_selectors.scratchpad_get(session=session),

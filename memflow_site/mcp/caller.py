@@ -20,6 +20,7 @@ from contexts.auth import apikey_authenticate
 from contexts.errors import Invalid, MemflowError
 from contexts.models import ApiKey, Membership, Workspace
 from contexts.selectors import Access, workspace_access
+from memflow_site.mcp.profiles import DEFAULT_PROFILE, PROFILES
 
 # Where the endpoint leaves the caller in the ASGI scope; tools read it back
 # from the request the SDK hands them.
@@ -42,6 +43,7 @@ class Caller:
     membership: Membership
     app: str  # `?app=`: tags what this connection writes
     session_id: str  # `?session=`: the default session of every tool call
+    tools: str = DEFAULT_PROFILE  # `?tools=`: the tool profile this request is served
 
     def require(self, access: Access) -> None:
         """Raise unless the caller may do `access` here (role and key scope, as REST)."""
@@ -91,7 +93,14 @@ def caller_resolve(*, authorization: str, params: Mapping[str, str], address: st
             f"`app` takes {MAX_APP_CHARS} characters, `session` {MAX_SESSION_CHARS}.",
             code="field_too_long",
         )
+    tools = params.get("tools", "").strip() or DEFAULT_PROFILE
+    if tools not in PROFILES:
+        raise Invalid(
+            f"No tool profile {tools[:40]!r}: `tools` is one of {', '.join(PROFILES)}.",
+            code="unknown_tools_profile",
+        )
     return Caller(
+        tools=tools,
         user=key.user,
         key=key,
         workspace=workspace,

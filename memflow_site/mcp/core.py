@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from django.contrib.auth.models import User
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
@@ -42,22 +42,10 @@ async def memory(
     old_text: str = "",
     session_id: str = "",
 ) -> CallToolResult:
-    """Persist a durable fact or preference across sessions, as one line of a
-    bounded core document.
-
-    target "user": who the user is and how they like to work (USER, every
-    workspace). target "memory": facts about this project and environment
-    (MEMORY). add appends a line; replace and remove find the one line
-    containing old_text. A document never passes its character limit: an add
-    that would is refused (code core_full) with the least recently used lines
-    as candidates — remove one, or move it to the archive with archive_move.
-
-    Args:
-        action: "add", "replace" or "remove"
-        target: "user" or "memory"
-        content: the fact (add, replace)
-        old_text: a unique part of the line to change (replace, remove)
-        session_id: optional harness session id (recorded with the revision)
+    """Edit a line of a bounded core document: target "user" (who the user is,
+    every workspace) or "memory" (this project). add `content`; replace or
+    remove the line containing old_text. A full document refuses an add and
+    names lines to remove or archive_move.
     """
 
     def body(call: Call) -> Answer:
@@ -96,18 +84,8 @@ async def archive_move(
     ] = CoreMemory.Scope.WORKSPACE,
     session_id: str = "",
 ) -> CallToolResult:
-    """Move one core line into the long-term archive, to make room in the document.
-
-    The fact keeps living as a long-term memory in the compartment named by
-    its category (recall it with flymemory_recall, compartment=<category>),
-    with its usage history; facts expire after 90 days, methods after a year,
-    preferences and lessons never.
-
-    Args:
-        old_text: a unique part of the line to move
-        category: "facts", "preferences", "methods" or "lessons"
-        target: "memory" (default) or "user"
-        session_id: optional harness session id
+    """Move the core line containing old_text into long-term memory, in the
+    compartment `category`, to make room.
     """
 
     def body(call: Call) -> Answer:
@@ -135,8 +113,3 @@ async def archive_move(
 
 
 TOOLS = (memory, archive_move)
-
-
-def register(server: FastMCP) -> None:
-    for tool in TOOLS:
-        server.add_tool(tool)

@@ -4,8 +4,8 @@
   (its task group serves every MCP request); Django has no lifespan of its
   own, so the dispatcher answers the protocol itself.
 - `/mcp` and `/mcp/…`: Host checked against `ALLOWED_HOSTS`, then the
-  bearer key and the workspace resolved (`caller.caller_resolve`) in
-  Django's sync thread. Failures answer like the REST API does, JSON
+  bearer key, the workspace and the tool profile (`?tools=`) resolved
+  (`caller.caller_resolve`) in Django's sync thread. Failures answer like the REST API does, JSON
   `{"code", "detail"}` with 401 / 404 / 400 (429 with Retry-After past the
   limit of wrong keys), before the SDK sees anything.
   The resolved caller rides in the ASGI scope to the tools.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -28,6 +29,7 @@ from starlette.types import Receive, Scope, Send
 from contexts.errors import MemflowError
 from memflow_site.asgi_parts import replay, send_json
 from memflow_site.mcp.caller import SCOPE_KEY, Caller, caller_resolve
+from memflow_site.mcp.profiles import PROFILES
 from memflow_site.mcp.server import build_server
 
 MCP_PATH = "/mcp"
@@ -58,12 +60,16 @@ class McpEndpoint:
     """An ASGI app: the MCP endpoint in front of `django_app`."""
 
     def __init__(
-        self, django_app: Callable[..., Awaitable[None]], server: FastMCP | None = None
+        self,
+        django_app: Callable[..., Awaitable[None]],
+        servers: Mapping[str, FastMCP] | None = None,
     ) -> None:
         self.django_app = django_app
-        self.server = server or build_server()
-        self.server.streamable_http_app()  # creates the session manager
-        self.manager = self.server.session_manager
+        # One server per tool profile (`?tools=`), each with the tools it lists.
+        self.servers = dict(servers or {name: build_server(name) for name in PROFILES})
+        for server in self.servers.values():
+            server.streamable_http_app()  # creates the session manager
+        self.managers = {name: server.session_manager for name, server in self.servers.items()}
         self.running = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -80,7 +86,9 @@ class McpEndpoint:
             return
         started = False
         try:
-            async with self.manager.run():
+            async with AsyncExitStack() as managers:
+                for manager in self.managers.values():
+                    await managers.enter_async_context(manager.run())
                 self.running = started = True
                 await send({"type": "lifespan.startup.complete"})
                 await receive()  # lifespan.shutdown
@@ -131,7 +139,7 @@ class McpEndpoint:
                 await send_json(send, 400, refusal)
                 return
             receive = replay(body, receive)
-        await self.manager.handle_request(scope, receive, send)
+        await self.managers[caller.tools].handle_request(scope, receive, send)
 
 
 async def _read_checked_body(receive: Receive) -> tuple[bytes, dict[str, str] | None]:

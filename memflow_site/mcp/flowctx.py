@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
-from contexts.errors import Invalid
+from contexts.errors import Invalid, NotFound
 from contexts.flowctx import selectors, services
 from contexts.flowctx.api import ScratchpadApi, SummaryOutput, scratchpad_json
 from contexts.selectors import Access
@@ -35,16 +35,8 @@ def _session_required(call: Call, session_id: str) -> str:
 async def flowctx_retrieve(
     ctx: Context, hash: str = "", node: str = "", session_id: str = ""
 ) -> CallToolResult:
-    """Retrieve the full original behind a flowctx marker.
-
-    Pass `hash` (from a compression marker; 64 hex digits, or a unique prefix of
-    at least 12) for the verbatim text that was projected away, or `node` (e.g.
-    "d0-1-12", from a handoff note) with the session for that note in full.
-
-    Args:
-        hash: the SHA-256 (or a prefix) named by a compression marker
-        node: a summary node id
-        session_id: the session the node belongs to (defaults to the connection's ?session=)
+    """The original behind a marker: `hash` (a compression marker's, or 12+ hex of
+    it) gives the output verbatim; `node` (a handoff note's id) that note.
     """
 
     def body(call: Call) -> Answer:
@@ -82,7 +74,12 @@ def _scratchpad_edit(
     ).validated_data
     with transaction.atomic():
         session = call.session(external_id)
-        assert session is not None  # an external id was required above
+        if session is None:
+            raise NotFound(
+                f"No session {external_id[:80]!r} in this workspace: pass the session id "
+                "given at session start.",
+                code="session_not_found",
+            )
         pad = services.scratchpad_edit(
             session=session,
             op=values["op"],
@@ -95,13 +92,7 @@ def _scratchpad_edit(
 
 
 async def flowctx_scratch_append(ctx: Context, text: str, session_id: str = "") -> CallToolResult:
-    """Append a line to your working-memory scratchpad (the <working_memory> block):
-    current goals, open sub-tasks, a key result you must not forget this session.
-
-    Args:
-        text: the text to append
-        session_id: your session (defaults to the connection's ?session=)
-    """
+    """Append a line to your session's scratchpad (<working_memory>)."""
 
     def body(call: Call) -> Answer:
         return _scratchpad_edit(call, session_id=session_id, op="append", text=text)
@@ -112,13 +103,7 @@ async def flowctx_scratch_append(ctx: Context, text: str, session_id: str = "") 
 async def flowctx_scratch_replace(
     ctx: Context, old_text: str, new_text: str, session_id: str = ""
 ) -> CallToolResult:
-    """Replace the first occurrence of old_text with new_text in your scratchpad.
-
-    Args:
-        old_text: the text to replace
-        new_text: what replaces it
-        session_id: your session (defaults to the connection's ?session=)
-    """
+    """Replace old_text with new_text in your scratchpad."""
 
     def body(call: Call) -> Answer:
         return _scratchpad_edit(
@@ -131,12 +116,7 @@ async def flowctx_scratch_replace(
 async def flowctx_scratch_rethink(
     ctx: Context, content: str, session_id: str = ""
 ) -> CallToolResult:
-    """Rewrite the whole scratchpad with a cleaner, more concise version.
-
-    Args:
-        content: the new full scratchpad
-        session_id: your session (defaults to the connection's ?session=)
-    """
+    """Rewrite your whole scratchpad."""
 
     def body(call: Call) -> Answer:
         return _scratchpad_edit(call, session_id=session_id, op="rethink", text=content)
@@ -150,8 +130,3 @@ TOOLS = (
     flowctx_scratch_replace,
     flowctx_scratch_rethink,
 )
-
-
-def register(server: FastMCP) -> None:
-    for tool in TOOLS:
-        server.add_tool(tool)

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
 from contexts.errors import Invalid
@@ -101,10 +101,13 @@ def _recall_values(
 def _recall(
     call: Call, values: dict[str, Any], filters: selectors.MemoryFilters
 ) -> tuple[dict[str, Any], list[selectors.Hit], datetime]:
-    """Recall as the REST endpoint answers it, for this tool call's session."""
+    """Recall as the REST endpoint answers it, for this tool call's session.
+
+    An `inject` creates the session on first sight: only a harness injects.
+    """
     return services.memory_recall_answer(
         workspace=call.workspace,
-        session=call.session(values.get("session", "")),
+        session=call.session(values.get("session", ""), create=bool(values.get("inject"))),
         values=values,
         filters=filters,
     )
@@ -131,22 +134,11 @@ async def flymemory_remember(
     state_value: str = "",
     session_id: str = "",
 ) -> CallToolResult:
-    """Store an important finding or decision (source=model).
-
-    Near-duplicates strengthen or merge the existing entry instead of adding
-    a copy (the answer then names the existing id). Write declarative,
-    third-person facts. Lessons (pitfalls) go in compartment="lessons" and
-    start with their trigger words (the tool or environment they are about).
-
-    Args:
-        text: what to remember
-        tags: optional tags, a list or comma-separated (kept in the entry's metadata;
-            `comp:<name>` sets the compartment and `app:<name>` the app, as FlyMemory's do)
-        compartment: optional topic partition; recall with the same compartment to scope
-        state_key: optional entity-state key (e.g. "user.phone"); remembering with the
-            same key supersedes the older current value
-        state_value: the current value for state_key
-        session_id: optional harness session id (defaults to the connection's ?session=)
+    """Store a finding or decision (declarative, third person). A near-duplicate
+    strengthens the existing entry. Lessons: compartment="lessons", starting with
+    their trigger words. tags: a list or comma-separated ("comp:X", "app:X" set
+    compartment, app). state_key + state_value: an entity's value; a new value
+    supersedes the current one.
     """
 
     def body(call: Call) -> Answer:
@@ -167,12 +159,12 @@ async def flymemory_remember(
                 "session": session_id,
             },
         )
+        session = call.session(session_id)
         item = data.to_input()
+        if not item.app:
+            item = dataclasses.replace(item, app=call.app_for(session))
         result = services.memory_remember(
-            workspace=call.workspace,
-            item=item,
-            user=call.user,
-            session=call.session(session_id),
+            workspace=call.workspace, item=item, user=call.user, session=session
         )
         return Answer(_remembered_line(result), remember_json(result))
 
@@ -188,20 +180,9 @@ async def flymemory_recall(
     session_id: str = "",
     inject: bool = False,
 ) -> CallToolResult:
-    """Hybrid recall: semantic and keyword rankings fused, weighted by retention.
-
-    Results carry ids, scores, age and provenance. Superseded entries are left
-    out unless include_superseded=True (use it for history questions). Short
-    queries retrieve poorly: if nothing relevant comes back, rephrase with more
-    context before concluding the memory does not exist.
-
-    Args:
-        query: the query text
-        top_k: how many memories to return (1-100)
-        include_superseded: include entries marked as superseded
-        compartment: optional partition to scope recall to (e.g. "lessons")
-        session_id: optional harness session id, for the usage ledger
-        inject: the caller puts these results into a model's context (ledger: injected)
+    """Hybrid recall (semantic + keyword, weighted by retention): ids, scores, age,
+    source. include_superseded for history. Nothing relevant? Rephrase with more
+    context before concluding it is not stored.
     """
 
     def body(call: Call) -> Answer:
@@ -231,17 +212,8 @@ async def flymemory_auto(
     top_k: int = 3,
     session_id: str = "",
 ) -> CallToolResult:
-    """Recall and store in one call: what a prompt hook calls every turn.
-
-    1. RECALL: memories relevant to `context`.
-    2. STORE: the interaction (`context`, and `response` when given) as a
-       hook-captured entry; near-duplicates strengthen the existing one.
-
-    Args:
-        context: the user's message or the current conversation context
-        response: optional, the assistant's response to store with it
-        top_k: how many memories to recall (1-100)
-        session_id: optional harness session id (defaults to the connection's ?session=)
+    """Recall for `context`, then store it (with `response`) as a hook capture:
+    what a prompt hook calls every turn.
     """
 
     def body(call: Call) -> Answer:
@@ -268,16 +240,17 @@ async def flymemory_auto(
                 "flymemory_get_memory(memory_id)."
             )
         text = f"{context} ||| {response}" if response.strip() else context
+        session = call.session(session_id)
         result = services.memory_remember(
             workspace=call.workspace,
             item=services.RememberInput(
                 text=text,
                 compartment=values["capture_compartment"],
                 source=values["source"],
-                app=values["app"],
+                app=values["app"] or call.app_for(session),
             ),
             user=call.user,
-            session=call.session(session_id),
+            session=session,
         )
         lines.append(f"STORED: {_remembered_line(result)}")
         return Answer("\n".join(lines), {"recall": recall, "captured": remember_json(result)})
@@ -294,18 +267,8 @@ async def flymemory_recall_index(
     session_id: str = "",
     inject: bool = False,
 ) -> CallToolResult:
-    """Progressive disclosure, layer 1: a compact index of matching memories.
-
-    One line each (`#id | age | source | first words`), within a character
-    budget. If an entry looks relevant, read it with flymemory_get_memory.
-
-    Args:
-        query: the query text
-        top_k: how many entries to consider (at least 20 are ranked)
-        compartment: optional partition to scope recall to
-        budget_chars: size of the index (default: the workspace's, 1200)
-        session_id: optional harness session id, for the usage ledger
-        inject: the caller puts this index into a model's context (ledger: injected)
+    """A compact index of matches (#id | age | source | first words) within
+    budget_chars; read an entry with flymemory_get_memory.
     """
 
     def body(call: Call) -> Answer:
@@ -337,19 +300,8 @@ async def flymemory_recall_block(
     session_id: str = "",
     inject: bool = False,
 ) -> CallToolResult:
-    """The best matching memories in full, as many as fit a character budget.
-
-    What a prompt hook injects: whole texts, best first, none cut; an entry
-    that does not fit is skipped for a shorter one further down.
-
-    Args:
-        query: the query text (usually the user's message)
-        budget_chars: the block's size (default: the workspace's, 6000)
-        top_k: how many entries to rank (at least 20)
-        compartment: optional partition to scope recall to
-        include_superseded: include entries marked as superseded
-        session_id: optional harness session id, for the usage ledger
-        inject: the caller puts this block into a model's context (ledger: injected)
+    """The best matches in full, as many as fit budget_chars (what a prompt
+    hook injects).
     """
 
     def body(call: Call) -> Answer:
@@ -375,12 +327,7 @@ async def flymemory_recall_block(
 async def flymemory_get_memory(
     ctx: Context, memory_id: int, session_id: str = ""
 ) -> CallToolResult:
-    """Progressive disclosure, layer 2: the full text and provenance of one memory.
-
-    Args:
-        memory_id: the id from a recall or index line (#id)
-        session_id: optional harness session id, for the usage ledger (expanded)
-    """
+    """The full text and provenance of one memory (#id from recall)."""
 
     def body(call: Call) -> Answer:
         params = validated(MemoryDetailApi.GetParams, {"session": session_id})
@@ -411,17 +358,8 @@ async def flymemory_supersede(
     text: str = "",
     session_id: str = "",
 ) -> CallToolResult:
-    """Mark an outdated memory as superseded by a newer one.
-
-    The judgment is the calling model's: call this when a newer entry replaces
-    an older state. The old entry leaves default recall but stays in history
-    (include_superseded, flymemory_state_history).
-
-    Args:
-        old_memory_id: the entry that is outdated
-        new_memory_id: the entry that replaces it (usually the id remember just returned)
-        text: instead of new_memory_id, the new text (stored as a new entry)
-        session_id: optional harness session id, for the usage ledger (superseded)
+    """Retire an outdated memory, replaced by new_memory_id (or by `text`, stored
+    as a new entry). It leaves default recall and stays in history.
     """
 
     def body(call: Call) -> Answer:
@@ -461,14 +399,7 @@ async def flymemory_supersede(
 
 
 async def flymemory_state_lookup(ctx: Context, state_key: str) -> CallToolResult:
-    """The CURRENT value of an entity-state key (e.g. "user.phone").
-
-    At most one entry per key is current; for its past values use
-    flymemory_state_history.
-
-    Args:
-        state_key: the key given to flymemory_remember
-    """
+    """The current value of a state_key."""
 
     def body(call: Call) -> Answer:
         memory = selectors.state_current(workspace=call.workspace, key=state_key)
@@ -488,11 +419,7 @@ async def flymemory_state_lookup(ctx: Context, state_key: str) -> CallToolResult
 
 
 async def flymemory_state_history(ctx: Context, state_key: str) -> CallToolResult:
-    """Every value an entity-state key has had, oldest first, the current one last.
-
-    Args:
-        state_key: the key given to flymemory_remember
-    """
+    """Every value a state_key has had, oldest first."""
 
     def body(call: Call) -> Answer:
         chain = selectors.state_history(workspace=call.workspace, key=state_key)
@@ -523,17 +450,8 @@ async def flymemory_consolidate(
     compartment: str = "",
     session_id: str = "",
 ) -> CallToolResult:
-    """Consolidate several related memories into ONE higher-order conclusion.
-
-    Which ids belong together and what the conclusion says is the calling
-    model's judgment. The conclusion is a new entry linking back to its
-    evidence; the originals are kept, never deleted.
-
-    Args:
-        memory_ids: ids of the related memories (at least 2)
-        conclusion: the higher-order conclusion
-        compartment: optional partition for the conclusion
-        session_id: optional harness session id (defaults to the connection's ?session=)
+    """Merge 2+ related memories into one conclusion that links to them as
+    evidence; the originals are kept.
     """
 
     def body(call: Call) -> Answer:
@@ -547,14 +465,15 @@ async def flymemory_consolidate(
                 "session": session_id,
             },
         ).validated_data
+        session = call.session(data.get("session", ""))
         memory = services.memory_consolidate(
             workspace=call.workspace,
             ids=data["ids"],
             conclusion=data["conclusion"],
             compartment=data["compartment"],
-            app=data["app"],
+            app=data["app"] or call.app_for(session),
             user=call.user,
-            session=call.session(data.get("session", "")),
+            session=session,
         )
         evidence = list(dict.fromkeys(data["ids"]))
         return Answer(
@@ -585,13 +504,8 @@ def _conflict_json(conflict: selectors.Conflict, now: datetime) -> dict[str, Any
 async def flymemory_find_conflicts(
     ctx: Context, min_sim: float = 0.92, limit: int = 20
 ) -> CallToolResult:
-    """Candidate contradictions: current entries that mean nearly the same but say
-    it differently. Candidates only — YOU decide per pair: supersede (a real
-    contradiction) or consolidate/forget (a duplicate).
-
-    Args:
-        min_sim: the cosine similarity a pair must reach (0.5-1.0)
-        limit: at most this many pairs (1-200)
+    """Pairs of current memories above min_sim that may contradict each other.
+    You decide: supersede or consolidate.
     """
 
     def body(call: Call) -> Answer:
@@ -619,13 +533,8 @@ async def flymemory_find_conflicts(
 async def flymemory_insights(
     ctx: Context, decay_threshold: float = 0.5, limit: int = 10
 ) -> CallToolResult:
-    """What needs attention: candidate contradictions, and valuable entries (the
-    model's or imported) whose retention is falling below the threshold — they
-    fade unless rehearsed.
-
-    Args:
-        decay_threshold: retention below which a valuable entry counts as fading (0-1)
-        limit: at most this many of each (1-200)
+    """Contradiction candidates, and valuable memories fading below
+    decay_threshold.
     """
 
     def body(call: Call) -> Answer:
@@ -658,14 +567,7 @@ async def flymemory_insights(
 
 
 async def flymemory_forget(ctx: Context, memory_id: int) -> CallToolResult:
-    """Delete one memory for good — for entries that are WRONG.
-
-    Merely outdated entries are superseded (flymemory_supersede), not
-    forgotten. If the entry had superseded another, that one becomes current again.
-
-    Args:
-        memory_id: the id to delete
-    """
+    """Delete a WRONG memory for good (an outdated one: supersede it)."""
 
     def body(call: Call) -> Answer:
         memory = selectors.memory_get(workspace=call.workspace, memory_id=memory_id)
@@ -684,15 +586,8 @@ async def flymemory_cleanup(
     protect_model_stored: bool = True,
     dry_run: bool = False,
 ) -> CallToolResult:
-    """Directed forgetting: remove entries whose retention decayed below the
-    workspace's thresholds (valuable model/import entries only far below).
-    Pinned entries and the evidence of a consolidation are always kept.
-
-    Args:
-        min_retention: accepted for FlyMemory compatibility; memflow applies the
-            workspace's `cleanup_threshold` (and `cleanup_threshold_valuable`)
-        protect_model_stored: accepted for compatibility; always on in memflow
-        dry_run: only list what would be removed
+    """Remove memories decayed below the workspace's thresholds; dry_run only
+    lists them. min_retention, protect_model_stored: accepted, not used.
     """
 
     def body(call: Call) -> Answer:
@@ -724,11 +619,8 @@ async def flymemory_cleanup(
 
 
 async def flymemory_session_pack(ctx: Context, minutes: float = 180) -> CallToolResult:
-    """A recovery pack after a compaction or a return to a session: the recent
-    working trail plus the newest conclusions, oldest first.
-
-    Args:
-        minutes: how far back the trail reaches (default 180)
+    """After a compaction: the trail of the last `minutes` and the newest
+    conclusions.
     """
 
     def body(call: Call) -> Answer:
@@ -775,7 +667,7 @@ async def flymemory_session_pack(ctx: Context, minutes: float = 180) -> CallTool
 
 
 async def flymemory_stats(ctx: Context) -> CallToolResult:
-    """Library statistics: counts, ages, access counts, and entries per app."""
+    """Library statistics."""
 
     def body(call: Call) -> Answer:
         stats = selectors.memory_stats(workspace=call.workspace)
@@ -817,8 +709,3 @@ TOOLS = (
     flymemory_session_pack,
     flymemory_stats,
 )
-
-
-def register(server: FastMCP) -> None:
-    for tool in TOOLS:
-        server.add_tool(tool)

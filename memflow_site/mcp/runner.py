@@ -27,9 +27,9 @@ from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers
 from rest_framework.utils.encoders import JSONEncoder
 
-from contexts.errors import MemflowError, api_exception_handler
+from contexts.errors import MemflowError, NotFound, api_exception_handler
 from contexts.models import AgentSession, Workspace
-from contexts.selectors import Access
+from contexts.selectors import Access, agent_session_get
 from contexts.services import agent_session_get_or_create
 from memflow_site.mcp.caller import SCOPE_KEY, Caller
 
@@ -51,6 +51,7 @@ class Call:
     """One tool call: the caller, and the session it names (if any)."""
 
     caller: Caller
+    notes: list[str] = field(default_factory=list)  # said after the answer's text
 
     @property
     def workspace(self) -> Workspace:
@@ -68,14 +69,38 @@ class Call:
         """The tool's `session_id` argument, else the connection's `?session=`."""
         return session_id.strip() or self.caller.session_id
 
-    def session(self, session_id: str) -> AgentSession | None:
-        """The session to link ledger events and writes to, created on first sight."""
-        external_id = self.session_external_id(session_id)
-        if not external_id:
+    def session(self, session_id: str, *, create: bool = False) -> AgentSession | None:
+        """The session to link ledger events and writes to, or None.
+
+        The connection's `?session=` is the harness's own and is created on
+        first sight, as is any session a call creates on purpose (`create`:
+        an `inject`, which only a harness makes). A `session_id` argument
+        otherwise names a session the hooks already reported: one this
+        workspace does not know is ignored (a model may mistype it), and
+        the answer says so.
+        """
+        given = session_id.strip()
+        if not given or create or given == self.caller.session_id:
+            external_id = given or self.caller.session_id
+            if not external_id:
+                return None
+            return agent_session_get_or_create(
+                workspace=self.workspace, external_id=external_id, user=self.user, app=self.app
+            )
+        try:
+            return agent_session_get(workspace=self.workspace, external_id=given[:200])
+        except NotFound:
+            note = (
+                f"session_id {given[:80]!r} is not a session of this workspace, so this call "
+                "is not tied to a session; pass the id given at session start."
+            )
+            if note not in self.notes:
+                self.notes.append(note)
             return None
-        return agent_session_get_or_create(
-            workspace=self.workspace, external_id=external_id, user=self.user, app=self.app
-        )
+
+    def app_for(self, session: AgentSession | None) -> str:
+        """What a write is tagged with: the connection's `?app=`, else its session's app."""
+        return self.app or (session.app if session is not None else "")
 
 
 Body = Callable[[Call], Answer]
@@ -109,7 +134,8 @@ def _run(caller: Caller, body: Body, access: Access) -> CallToolResult:
     try:
         if access > Access.READ:
             caller.require(access)
-        answer = body(Call(caller=caller))
+        call = Call(caller=caller)
+        answer = body(call)
     except (MemflowError, drf_exceptions.APIException, Http404, PermissionDenied) as exc:
         return error_result(_error_json(exc))
     except Exception:
@@ -122,8 +148,9 @@ def _run(caller: Caller, body: Body, access: Access) -> CallToolResult:
         )
     finally:
         close_old_connections()
+    text = "\n".join([answer.text, *(f"({note})" for note in call.notes)])
     return CallToolResult(
-        content=[TextContent(type="text", text=answer.text)],
+        content=[TextContent(type="text", text=text)],
         structuredContent=_plain(answer.data),
     )
 

@@ -7,7 +7,7 @@ with a session, records the use — the same calls as skills/api.py.
 
 from __future__ import annotations
 
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
 from memflow_site.mcp.runner import Answer, Call, run_tool
@@ -16,10 +16,8 @@ from skills.api import skill_json
 
 
 async def skill_list(ctx: Context, status: str = "available") -> CallToolResult:
-    """List the skills you can load: name and one-line description each.
-
-    Args:
-        status: "available" (active and stale, the default), "active", "stale", "archived" or "all"
+    """Your skills, name and description each; status: available (default),
+    active, stale, archived or all.
     """
 
     def body(call: Call) -> Answer:
@@ -32,12 +30,7 @@ async def skill_list(ctx: Context, status: str = "available") -> CallToolResult:
 
 
 async def skill_get(ctx: Context, name: str, session_id: str = "") -> CallToolResult:
-    """Load one skill in full (its Markdown body); with a session, the use is recorded.
-
-    Args:
-        name: the skill's name, from skill_list
-        session_id: your session (defaults to the connection's ?session=)
-    """
+    """Load one skill in full."""
 
     def body(call: Call) -> Answer:
         skill = selectors.skill_get(workspace=call.workspace, user=call.user, name=name.strip())
@@ -51,8 +44,3 @@ async def skill_get(ctx: Context, name: str, session_id: str = "") -> CallToolRe
 
 
 TOOLS = (skill_list, skill_get)
-
-
-def register(server: FastMCP) -> None:
-    for tool in TOOLS:
-        server.add_tool(tool)
