@@ -105,7 +105,8 @@ export function apply(ctx, config = {}) {
   }
 
   const reportNotes = (answer) => {
-    for (const note of answer.notes ?? []) if (typeof note === 'string' && /error|warning|line \d/i.test(note)) sayOnce(note)
+    // Declaration problems (`path:line: …`, `context: …`), not the server's bookkeeping.
+    for (const note of answer.notes ?? []) if (typeof note === 'string' && /:\d+: |^context: /.test(note)) sayOnce(note)
   }
 
   // --- what the model sees --------------------------------------------------------------
