@@ -14,7 +14,9 @@
  *   the preload as the session's first user message, once.
  * - `tools/post-execute`: `post-tool-use`; a large result is replaced by
  *   memflow's projection, the original kept byte for byte behind its hash.
- * - `session/event`: `turn/end` → `stop`, `compaction/start` → `pre-compact`.
+ * - `session/event`: `turn/end` → `stop`; `compaction/start` → `pre-compact`,
+ *   and at `compaction/end` `session-start` again (source `compact`), whose
+ *   answer holds the handoff notes that stand in for the removed history.
  *
  * No `@deepseek-ai` import (see package.json): a profile plugin that carries
  * a copy of a harness package shadows the host's and splits its symbols.
@@ -85,8 +87,12 @@ export function apply(ctx, config = {}) {
     state.assembly = found.assembly
   }
 
+  /**
+   * `session-start`: at the start, and again after a compaction (`source:
+   * 'compact'`), when its answer carries the handoff notes for what went.
+   */
   async function startSession(state, source) {
-    await resolveLocal(state)
+    if (source !== 'compact') await resolveLocal(state)
     const answer = await client.hook('session-start', {
       ...basePayload(state),
       source,
@@ -95,12 +101,14 @@ export function apply(ctx, config = {}) {
     if (answer === undefined) return
     reportNotes(answer)
     const rest = []
+    const identity = []
     for (const block of answer.blocks ?? []) {
       if (CONSTANT_SECTIONS.some(([name]) => name === block.name)) state.constant.set(block.name, block.text)
-      else if (block.name === PRELOAD) state.preload = block.text
-      else if (block.name.startsWith('context:')) state.serverIdentity.push(block)
+      else if (block.name === PRELOAD) state.preload ??= block.text
+      else if (block.name.startsWith('context:')) identity.push(block)
       else rest.push(block)
     }
+    if (identity.length > 0) state.serverIdentity = identity
     state.sessionBlocks = rest
   }
 
@@ -233,10 +241,14 @@ export function apply(ctx, config = {}) {
         reason: event.data?.reason?.kind,
       })
     } else if (event.type === 'compaction/start') {
-      void client.hook('pre-compact', { ...basePayload(state), trigger: 'auto' }).then((answer) => {
-        // The handoff notes stand in for the history the compaction removes.
-        if (answer !== undefined) state.sessionBlocks = (answer.blocks ?? []).filter(b => b.text)
-      })
+      // memflow folds what is left of the history into a handoff note.
+      state.compacting = client.hook('pre-compact', { ...basePayload(state), trigger: 'auto' })
+    } else if (event.type === 'compaction/end') {
+      // The notes stand in for the history the compaction removed (as Claude
+      // Code's SessionStart with source "compact" does).
+      const folded = state.compacting ?? Promise.resolve()
+      state.compacting = undefined
+      state.started = folded.then(() => startSession(state, 'compact'))
     }
   })
 
@@ -262,6 +274,7 @@ class SessionState {
     this.preloadGiven = false
     this.sessionBlocks = []
     this.turnBlocks = []
+    this.compacting = undefined
   }
 }
 

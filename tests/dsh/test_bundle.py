@@ -39,7 +39,8 @@ def live(
         # `memflow serve` makes an admin on an empty database; the test flushes it.
         User.objects.get_or_create(username="dsh-placeholder")
     env = env_for(tmp_path_factory.mktemp("dsh") / "data", database_url=url)
-    with serving(env, "--no-worker") as server:
+    # With its worker: the handoff notes are folded there.
+    with serving(env) as server:
         wait_for_embeddings(server)
         yield server
 

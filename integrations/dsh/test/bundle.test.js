@@ -153,15 +153,34 @@ test('a large tool result is replaced by its projection; the original comes back
   assert.equal(own.text, original, "memflow's own retrieval is never projected again")
 })
 
-test('turn end and compaction are reported to memflow', needsServer, async () => {
+test('turn end reaches memflow; after a compaction the handoff notes stand in for the history', needsServer, async () => {
   const harness = loaded()
   const agent = harness.agent(project({ 'x.txt': 'x\n' }))
   harness.startSession(agent)
-  await harness.step(agent, ['Refactor the Heron config loader into two modules'])
-  harness.event(agent, 'turn/end', { turn: 1, reason: { kind: 'completed' } })
-  harness.event(agent, 'compaction/start', { compactionId: 'c-1' })
+  const prompts = [
+    'Refactor the Heron config loader into two modules: parsing and validation',
+    'The validation module must reject ports above 65535 with a clear message',
+    'Keep the old load_config name as a thin wrapper for one release',
+  ]
+  for (const [index, prompt] of prompts.entries()) {
+    await harness.step(agent, [prompt], { turn: index + 1 })
+    const seen = await harness.toolResult(agent, 'edit', { file_path: 'heron/config.py' }, `edited heron/config.py for: ${prompt}`)
+    assert.match(seen.text, /edited heron\/config\.py/)
+    harness.event(agent, 'turn/end', { turn: index + 1, reason: { kind: 'completed' } })
+  }
   report('stop', agent.id)
+
+  harness.event(agent, 'compaction/start', { compactionId: 'c-1' })
   report('pre-compact', agent.id)
+  // memflow's worker folds the history into a note; wait for it (a deadline, not a pause).
+  await until(async () => (await (await call('GET', `sessions/${agent.id}/summaries/`)).json()).length > 0)
+  harness.event(agent, 'compaction/end', { compactionId: 'c-1' })
+  const context = await until(() => {
+    const { context } = harness.assemble(agent)
+    return context.includes('<flowctx-handoff-note') ? context : undefined
+  })
+  // The note holds the folded turns (memflow keeps the last ones whole).
+  assert.match(context, /<flowctx-handoff-note node="[^"]+" turns="1-\d+"[^>]*>\n## TASK \/ GOAL\nRefactor the Heron config loader into two modules[\s\S]*heron\/config\.py[\s\S]*<\/flowctx-handoff-note>/)
 })
 
 test('a dead server never holds a step or a tool result', async () => {
@@ -198,6 +217,17 @@ test('a hung server costs one budget, then is left alone', async () => {
     hung.close()
   }
 })
+
+/** `check()`'s first truthy answer, polled until a generous deadline (a hang, not speed). */
+async function until(check, guardMs = 120_000) {
+  const deadline = Date.now() + guardMs
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    assert.ok(Date.now() < deadline, 'the condition never held')
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+}
 
 function closedPort() {
   return new Promise((resolve) => {
