@@ -139,20 +139,20 @@ export function apply(ctx, config = {}) {
       order: options.sectionOrderBase + slot,
       text: (context) => {
         const section = identityOf(context).identity[slot]
-        return section ? sectionText(section) : ''
+        return section ? literal(sectionText(section)) : ''
       },
     })
   }
   ctx.systemPrompt.section({
     name: 'memflow:params',
     order: options.sectionOrderBase + options.maxSections,
-    text: (context) => identityOf(context).params?.text ?? '',
+    text: (context) => literal(identityOf(context).params?.text ?? ''),
   })
   for (const [sectionName, order] of CONSTANT_SECTIONS) {
     ctx.systemPrompt.section({
       name: sectionName,
       order,
-      text: (context) => identityOf(context).state?.constant.get(sectionName) ?? '',
+      text: (context) => literal(identityOf(context).state?.constant.get(sectionName) ?? ''),
     })
   }
   ctx.systemPrompt.context({
@@ -232,7 +232,7 @@ export function apply(ctx, config = {}) {
   })
 
   ctx.on('session/event', (session, event) => {
-    const state = sessions.get(session.id)
+    const state = sessions.get(session.id ?? session.header?.id)
     if (state === undefined) return
     if (event.type === 'turn/end') {
       void client.hook('stop', {
@@ -253,9 +253,9 @@ export function apply(ctx, config = {}) {
   })
 
   ctx.on('session/disposed', (session) => {
-    const state = sessions.get(session.id)
+    const state = sessions.get(session.id ?? session.header?.id)
     if (state === undefined) return
-    sessions.delete(session.id)
+    sessions.delete(state.id)
     void client.hook('session-end', { ...basePayload(state), reason: 'disposed' })
   })
 }
@@ -285,12 +285,22 @@ function textOf(message) {
     .join('\n')
 }
 
+/**
+ * Section text shown as written. dsh interpolates `{{name}}` in sections and
+ * fails the whole assembly on an unknown one, with no escape: a `{{` in
+ * AGENT.md or a core fact must not stop the agent. (File contents are never
+ * substituted, as the MEMFLOW design says.)
+ */
+function literal(text) {
+  return text.replaceAll('{{', '{\u200b{')
+}
+
 function preloadMessage(text) {
   return Object.freeze({
     id: crypto.randomUUID(),
     role: 'user',
     content: Object.freeze([Object.freeze({ type: 'text', text })]),
-    source: Object.freeze({ kind: 'memflow', form: 'preload' }),
+    source: Object.freeze({ kind: 'plugin', plugin: 'memflow' }),
   })
 }
 

@@ -86,12 +86,11 @@ export class FakeHarness {
   /** What the model is sent: the system prompt, and the runtime-context snapshot. */
   assemble(agent) {
     const context = { scope: agent.id, agent }
-    const render = list => [...list]
+    const resolve = list => [...list]
       .sort((a, b) => a.order - b.order)
       .map(entry => (typeof entry.text === 'function' ? entry.text(context) : entry.text))
       .filter(text => text.length > 0)
-      .join('\n\n')
-    return { system: render(this.sections), context: render(this.contexts) }
+    return { system: resolve(this.sections).map(interpolate).join('\n\n'), context: resolve(this.contexts).join('\n\n') }
   }
 
   /** A tool call's result as the model will see it, after `tools/post-execute`. */
@@ -111,6 +110,16 @@ export class FakeHarness {
     agent.session.events.push(event)
     this.emit('session/event', agent.session, event)
   }
+}
+
+// dsh's renderPrompt: `{{name}}` is a variable (the loop registers model and
+// cwd); an unknown one, or a `{{` left open before a `}}`, fails the assembly.
+const VARIABLES = { model: 'deepseek-chat', cwd: '/' }
+function interpolate(text) {
+  return text.replace(/\{\{([^{}]*)\}\}|\{\{(?=[\s\S]*\}\})/g, (match, name) => {
+    if (name !== undefined && Object.hasOwn(VARIABLES, name)) return VARIABLES[name]
+    throw new Error(`prompt assembly failed: unknown or malformed ${JSON.stringify(match)}`)
+  })
 }
 
 export function userMessage(text, kind = 'user') {

@@ -54,7 +54,7 @@ function loaded(config = {}) {
 test('declared identity is re-read at every assembly; the preload is the first message, once', needsServer, async () => {
   const dir = project({
     '.dsh/context.yaml': 'systemPrompt:\n  - AGENT.md\npreload:\n  - memory/status.md\n',
-    'AGENT.md': 'You are the release captain of project Heron.\n',
+    'AGENT.md': 'You are the release captain of project Heron.\nRelease notes use the {{version}} placeholder.\n',
     'memory/status.md': 'Status: the 2.0 branch is frozen; only fixes land.\n',
   })
   const harness = loaded()
@@ -63,6 +63,8 @@ test('declared identity is re-read at every assembly; the preload is the first m
 
   const first = await harness.step(agent, ['Draft the 2.0 release checklist for Heron'])
   assert.match(first.system, /You are the release captain of project Heron\./)
+  // Shown as written: dsh would fail the whole assembly on an unknown {{variable}}.
+  assert.match(first.system, /use the \{\u200b\{version\}\} placeholder/)
   const [preload, typed] = first.decision.messages
   assert.match(preload.content[0].text, /Status: the 2\.0 branch is frozen; only fixes land\./)
   assert.equal(preload.role, 'user')
