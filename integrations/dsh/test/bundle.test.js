@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { format } from 'node:util'
@@ -200,9 +200,10 @@ test('a dead server never holds a step or a tool result', async () => {
 test('a hung server costs one budget, then is left alone', async () => {
   const hung = await hungServer()
   try {
+    const statePath = join(mkdtempSync(join(tmpdir(), 'memflow-state-')), 'hook-skip.json')
+    const url = `http://127.0.0.1:${hung.port}`
     const harness = loaded({
-      url: `http://127.0.0.1:${hung.port}`, apiKey: 'k', workspace: 'w',
-      declarations: false, timeoutMs: 300, skipMs: 600_000,
+      url, apiKey: 'k', workspace: 'w', declarations: false, timeoutMs: 300, skipMs: 600_000, statePath,
     })
     const agent = harness.agent(project({ 'x.txt': 'x\n' }))
     harness.startSession(agent)
@@ -215,6 +216,14 @@ test('a hung server costs one budget, then is left alone', async () => {
     assert.equal(hung.requests(), 1, 'after one timeout the server is skipped')
     const said = harness.warnings.map(args => format(...args)).join('\n')
     assert.match(said, /did not answer session-start within 300 ms/)
+    // Where `memflow hook` and `memflow status` look: they skip it too.
+    const skip = JSON.parse(readFileSync(statePath, 'utf8'))[url]
+    assert.ok(skip.until * 1000 > Date.now() && skip.reason === 'no answer within 0.3 s', JSON.stringify(skip))
+    const another = loaded({ url, apiKey: 'k', workspace: 'w', declarations: false, timeoutMs: 300, statePath })
+    const other = another.agent(project({ 'y.txt': 'y\n' }))
+    another.startSession(other)
+    await another.step(other, ['A second harness process, same server'])
+    assert.equal(hung.requests(), 1, 'another process honours the skip')
   } finally {
     hung.close()
   }
