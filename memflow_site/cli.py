@@ -434,6 +434,8 @@ def _hook_target(args: argparse.Namespace) -> Path:
 def cmd_install_hooks(args: argparse.Namespace) -> int:
     from memflow_site import install_hooks
 
+    if args.dsh:  # current dsh reads plugins, not hooks.json: memflow's bundle
+        return install_hooks.dsh_install(Path(args.dsh), print_only=args.print, say=say)
     # The committed file gets a command without this machine's paths in it.
     command = install_hooks.SHARED_COMMAND if args.shared else install_hooks.memflow_command()
     merged = install_hooks.merge_hooks({}, command)
@@ -465,6 +467,8 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
 def cmd_uninstall_hooks(args: argparse.Namespace) -> int:
     from memflow_site import install_hooks
 
+    if args.dsh:
+        return install_hooks.dsh_uninstall(Path(args.dsh), say=say)
     path = _hook_target(args)
     if path.exists():
         install_hooks.write_json(path, install_hooks.remove_hooks(install_hooks.read_json(path)))
@@ -657,7 +661,9 @@ def build_parser() -> argparse.ArgumentParser:
         )
         which = inst.add_mutually_exclusive_group()
         which.add_argument("--claude-code", action="store_true", help="Claude Code (the default)")
-        which.add_argument("--dsh", metavar="PROFILE_DIR", help="a dsh profile directory")
+        which.add_argument(
+            "--dsh", metavar="PROFILE_DIR", help="a dsh profile directory: memflow's plugin bundle"
+        )
         where = inst.add_mutually_exclusive_group()
         where.add_argument(
             "--project",

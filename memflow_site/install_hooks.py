@@ -11,14 +11,21 @@ Where, for Claude Code:
   command that works on any clone: `memflow` from PATH, and nothing at all
   (exit 0) for someone who has not installed it;
 - `--user`: `~/.claude/settings.json`, every project of this user.
+
+For dsh, which reads plugins rather than a hooks file: `--dsh PROFILE_DIR`
+adds memflow's bundle (integrations/dsh) with `dsh plugin --profile NAME
+add`, or says that line when dsh is not on PATH.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +162,85 @@ def git_ignores(path: Path) -> bool | None:
 
 
 def dsh_settings_path(profile_dir: Path) -> Path:
-    # dsh's Claude Code hook bridge reads Claude Code-shaped hooks from the profile.
+    # Where older memflow wrote Claude Code-shaped hooks for dsh's hook bridge,
+    # which current dsh no longer ships: install-hooks --dsh removes them.
     return profile_dir / "hooks.json"
+
+
+# --- dsh: the plugin bundle ---------------------------------------------------------------
+
+DSH_BUNDLE = "dsh-memflow-bundle"  # integrations/dsh/package.json's name
+
+
+def dsh_bundle_dir() -> Path | None:
+    """integrations/dsh beside this memflow, or None when this install does not carry it."""
+    bundle = Path(__file__).resolve().parents[1] / "integrations" / "dsh"
+    return bundle if (bundle / "package.json").is_file() else None
+
+
+def dsh_plugin_command(profile_dir: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    """`dsh plugin --profile NAME …` for a profile directory, and the env it needs.
+
+    dsh names profiles, found under `$DSH_HOME/profiles/`: a directory there
+    gets its DSH_HOME said explicitly, so any home works.
+    """
+    resolved = profile_dir.expanduser().resolve()
+    env = {"DSH_HOME": str(resolved.parent.parent)} if resolved.parent.name == "profiles" else {}
+    return ["dsh", "plugin", "--profile", resolved.name, *args], env
+
+
+def dsh_shell_line(command: list[str], env: dict[str, str]) -> str:
+    return " ".join(
+        [*(f"{k}={shlex.quote(v)}" for k, v in env.items()), *map(shlex.quote, command)]
+    )
+
+
+def dsh_install(profile_dir: Path, *, print_only: bool, say: Callable[[str], None]) -> int:
+    """Add the bundle to a dsh profile (or print the line that does), and drop old hooks."""
+    bundle = dsh_bundle_dir()
+    if bundle is None:
+        say(
+            "memflow: this install has no integrations/dsh; add the bundle from a memflow "
+            "checkout: dsh plugin --profile NAME add /path/to/memflow/integrations/dsh"
+        )
+        return 1
+    command, env = dsh_plugin_command(profile_dir, "add", str(bundle))
+    line = dsh_shell_line(command, env)
+    if print_only:
+        print(line)
+        return 0
+    old = dsh_settings_path(profile_dir)
+    if old.exists() and installed(read_json(old)):
+        write_json(old, remove_hooks(read_json(old)))
+        say(
+            f"memflow: removed the hooks an older memflow wrote to {old} (dsh no longer reads them)."
+        )
+    dsh = shutil.which("dsh")
+    if dsh is None:
+        say(f"dsh is not on PATH. Add memflow's bundle to the profile with:\n  {line}")
+        return 0
+    done = subprocess.run([dsh, *command[1:]], env={**os.environ, **env}, check=False)
+    if done.returncode != 0:
+        say(f"memflow: `{line}` failed ({done.returncode}).")
+        return done.returncode
+    say(
+        f"memflow's bundle added to dsh profile {command[3]}; restart dsh to load it. "
+        "Set MEMFLOW_URL, MEMFLOW_API_KEY (and MEMFLOW_WORKSPACE) for the harness."
+    )
+    return 0
+
+
+def dsh_uninstall(profile_dir: Path, *, say: Callable[[str], None]) -> int:
+    old = dsh_settings_path(profile_dir)
+    if old.exists() and installed(read_json(old)):
+        write_json(old, remove_hooks(read_json(old)))
+        say(f"memflow hooks removed from {old}.")
+    command, env = dsh_plugin_command(profile_dir, "remove", DSH_BUNDLE)
+    dsh = shutil.which("dsh")
+    if dsh is None:
+        say(f"dsh is not on PATH. Remove memflow's bundle with:\n  {dsh_shell_line(command, env)}")
+        return 0
+    return subprocess.run([dsh, *command[1:]], env={**os.environ, **env}, check=False).returncode
 
 
 def read_json(path: Path) -> dict[str, Any]:

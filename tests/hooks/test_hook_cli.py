@@ -293,10 +293,6 @@ def test_install_hooks_merges_and_uninstall_removes_only_ours(tmp_path):
         "hooks": {"Stop": [{"hooks": [other]}]},
     }
 
-    profile = tmp_path / "dsh-profile"
-    install(tmp_path, "install-hooks", "--dsh", str(profile))
-    assert "UserPromptSubmit" in json.loads((profile / "hooks.json").read_text())["hooks"]
-
 
 def test_shared_hooks_name_no_path_of_this_machine(tmp_path):
     install(tmp_path, "install-hooks", "--claude-code", "--shared")

@@ -1,0 +1,42 @@
+/**
+ * memflow for DeepSeek Harness (dsh): a plugin row on the harness's own
+ * extension points, calling memflow's REST API.
+ *
+ * - `agent/session-start`: the directory's declaration (resolved on this
+ *   machine) and `session-start`, whose answer holds the session-constant
+ *   blocks: the recall protocol, the frozen USER and MEMORY core, the
+ *   preload, a restore pack or the handoff notes after a compaction.
+ * - `systemPrompt.section`: the declared identity files, read again at every
+ *   assembly (an edit to AGENT.md reaches the next step), then the frozen
+ *   core; `systemPrompt.context`: the per-turn blocks (lessons, recall,
+ *   index, scratchpad) and the session's restore pack / handoff notes.
+ * - `agent/pre-step`: `user-prompt` for a step that enters typed input, and
+ *   the preload as the session's first user message, once.
+ * - `tools/post-execute`: `post-tool-use`; a large result is replaced by
+ *   memflow's projection, the original kept byte for byte behind its hash.
+ * - `session/event`: `turn/end` → `stop`; `compaction/start` → `pre-compact`,
+ *   and at `compaction/end` `session-start` again (source `compact`), whose
+ *   answer holds the handoff notes that stand in for the removed history.
+ *
+ * No `@deepseek-ai` import (see package.json): a profile plugin that carries
+ * a copy of a harness package shadows the host's and splits its symbols.
+ * Nothing is written to stdout, which belongs to the harness's protocols.
+ */
+
+import { Bundle } from './lib/bundle.js'
+import { resolveOptions } from './lib/client.js'
+
+export const name = 'memflow'
+export const inject = ['systemPrompt']
+
+export function apply(ctx, config = {}) {
+  // Diagnostics go to the harness's logger, never stdout (console.warn is stderr).
+  const log = typeof ctx.logger?.warn === 'function' ? ctx.logger : { warn: console.warn }
+  const bundle = new Bundle(resolveOptions(config), log)
+  bundle.registerPrompt(ctx.systemPrompt)
+  ctx.on('agent/session-start', ({ agent, source }) => { bundle.stateFor(agent, source ?? 'startup') })
+  ctx.on('agent/pre-step', (payload, next) => bundle.preStep(payload, next))
+  ctx.on('tools/post-execute', (exec, result, next) => bundle.postExecute(exec, result, next))
+  ctx.on('session/event', (session, event) => bundle.sessionEvent(session, event))
+  ctx.on('session/disposed', session => bundle.sessionDisposed(session))
+}

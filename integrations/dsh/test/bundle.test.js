@@ -1,0 +1,270 @@
+/**
+ * The bundle in a fake dsh (support/fake-harness.js) against a real `memflow
+ * serve`: tests/dsh/test_bundle.py starts the server, makes the account and
+ * runs this file with MEMFLOW_URL, MEMFLOW_API_KEY, MEMFLOW_WORKSPACE and
+ * MEMFLOW_COMMAND set. Assertions are on what the model would see.
+ */
+
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { format } from 'node:util'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import * as plugin from '../index.js'
+import { FakeHarness } from '../support/fake-harness.js'
+
+const { MEMFLOW_URL, MEMFLOW_API_KEY, MEMFLOW_WORKSPACE } = process.env
+const live = Boolean(MEMFLOW_URL && MEMFLOW_API_KEY && MEMFLOW_WORKSPACE && process.env.MEMFLOW_COMMAND)
+const needsServer = live ? {} : { skip: 'set MEMFLOW_URL, MEMFLOW_API_KEY, MEMFLOW_WORKSPACE and MEMFLOW_COMMAND (tests/dsh runs this)' }
+const api = `${MEMFLOW_URL}/api/v1/workspaces/${MEMFLOW_WORKSPACE}`
+
+async function call(method, path, body) {
+  const response = await fetch(`${api}/${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${MEMFLOW_API_KEY}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  assert.ok(response.ok, `${method} ${path}: ${response.status} ${await response.clone().text()}`)
+  return response
+}
+
+/** Session ids the Python side checks in memflow's session log afterwards. */
+function report(kind, sessionId) {
+  if (process.env.MEMFLOW_DSH_REPORT) appendFileSync(process.env.MEMFLOW_DSH_REPORT, `${kind} ${sessionId}\n`)
+}
+
+function project(files) {
+  const dir = mkdtempSync(join(tmpdir(), 'dsh-memflow-'))
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(dir, path, '..'), { recursive: true })
+    writeFileSync(join(dir, path), text)
+  }
+  return dir
+}
+
+function loaded(config = {}) {
+  const harness = new FakeHarness()
+  harness.load(plugin, config)
+  return harness
+}
+
+test('declared identity is re-read at every assembly; the preload is the first message, once', needsServer, async () => {
+  const dir = project({
+    '.dsh/context.yaml': 'systemPrompt:\n  - AGENT.md\npreload:\n  - memory/status.md\n',
+    'AGENT.md': 'You are the release captain of project Heron.\nRelease notes use the {{version}} placeholder.\n',
+    'memory/status.md': 'Status: the 2.0 branch is frozen; only fixes land.\n',
+  })
+  const harness = loaded()
+  const agent = harness.agent(dir)
+  harness.startSession(agent)
+
+  const first = await harness.step(agent, ['Draft the 2.0 release checklist for Heron'])
+  assert.match(first.system, /You are the release captain of project Heron\./)
+  // Shown as written: dsh would fail the whole assembly on an unknown {{variable}}.
+  assert.match(first.system, /use the \{\u200b\{version\}\} placeholder/)
+  const [preload, typed] = first.decision.messages
+  assert.match(preload.content[0].text, /Status: the 2\.0 branch is frozen; only fixes land\./)
+  assert.equal(preload.role, 'user')
+  assert.equal(typed.content[0].text, 'Draft the 2.0 release checklist for Heron')
+
+  // Edited mid-session: the very next step's prompt carries the new text.
+  writeFileSync(join(dir, 'AGENT.md'), 'You are the documentation editor of project Heron.\n')
+  const continued = await harness.step(agent, [], { step: 2 })
+  assert.match(continued.system, /You are the documentation editor of project Heron\./)
+  assert.doesNotMatch(continued.system, /release captain/)
+
+  const nextTurn = await harness.step(agent, ['Now update the changelog'], { turn: 2 })
+  assert.equal(nextTurn.decision.messages.length, 1, 'the preload is given once per session')
+  assert.match(nextTurn.system, /documentation editor/)
+})
+
+test('a broken declaration is said with its line number, and the session goes on', needsServer, async () => {
+  const dir = project({
+    '.dsh/context.yaml': 'systemPrompt:\n  - AGENT.md\n  bad: [unclosed\n',
+    'AGENT.md': 'Identity that a broken declaration cannot deliver.\n',
+  })
+  const harness = loaded()
+  const agent = harness.agent(dir)
+  harness.startSession(agent)
+  const step = await harness.step(agent, ['Summarise the open pull requests'])
+  assert.equal(step.decision.messages.length, 1)
+  const said = harness.warnings.map(args => format(...args)).join('\n')
+  assert.match(said, /\.dsh\/context\.yaml:3: /)
+})
+
+test('core memory is frozen for a session; the next session sees the edit', needsServer, async () => {
+  await call('POST', 'core/user/', { action: 'add', content: 'Prefers squash merges with a one-line title' })
+  const dir = project({ 'README.md': 'no declaration here\n' })
+  const harness = loaded()
+  const agent = harness.agent(dir)
+  harness.startSession(agent)
+  const first = await harness.step(agent, ['Merge the feature branch for the parser fix'])
+  assert.match(first.system, /Prefers squash merges with a one-line title/)
+
+  await call('POST', 'core/user/', { action: 'add', content: 'Reviews only in the mornings' })
+  const later = await harness.step(agent, ['And the docs branch too'], { turn: 2 })
+  assert.match(later.system, /Prefers squash merges/)
+  assert.doesNotMatch(later.system, /Reviews only in the mornings/, 'frozen for the session')
+
+  const other = harness.agent(dir)
+  harness.startSession(other)
+  const fresh = await harness.step(other, ['Merge the release branch'])
+  assert.match(fresh.system, /Reviews only in the mornings/)
+})
+
+test('the recall block and the lessons reach the model for the prompt', needsServer, async () => {
+  await call('POST', 'memories/', { text: 'The staging database for Heron runs on db-staging-7.internal, port 6543.' })
+  await call('POST', 'memories/', {
+    text: 'pytest in the Heron repo: always pass -p no:cacheprovider, the checkout is read-only.',
+    compartment: 'lessons',
+  })
+  const harness = loaded()
+  const agent = harness.agent(project({ 'notes.txt': 'x\n' }))
+  harness.startSession(agent)
+  const step = await harness.step(agent, ['Which host runs the Heron staging database, and how do I run pytest in Heron?'])
+  assert.match(step.context, /<memflow-recall[\s\S]*db-staging-7\.internal, port 6543[\s\S]*<\/memflow-recall>/)
+  assert.match(step.context, /<memflow-lessons[\s\S]*-p no:cacheprovider[\s\S]*<\/memflow-lessons>/)
+  assert.doesNotMatch(step.system, /db-staging-7/, 'per-turn blocks are context, not the system prompt')
+})
+
+test('a large tool result is replaced by its projection; the original comes back byte for byte', needsServer, async () => {
+  const lines = []
+  for (let i = 0; i < 1500; i++) lines.push(`[build] compiling heron/core/part_${i}.c (${i % 17} warnings) — ok`)
+  lines.splice(1234, 0, 'heron/core/part_1234.c:88:5: error: mismatched types, expected `u32`, found `i64` ✗')
+  const original = `${lines.join('\n')}\n`
+  const harness = loaded()
+  const agent = harness.agent(project({ 'Cargo.toml': '[package]\nname = "heron"\n' }))
+  harness.startSession(agent)
+  await harness.step(agent, ['Build the Heron workspace and tell me what fails'])
+
+  const seen = await harness.toolResult(agent, 'bash', { command: 'cargo build' }, original)
+  assert.ok(seen.text.length < original.length / 4, `the model sees a projection (${seen.text.length} chars)`)
+  assert.match(seen.text, /part_1234\.c:88:5: error: mismatched types/, 'the error line survives')
+  const sha256 = createHash('sha256').update(original, 'utf8').digest('hex')
+  assert.ok(seen.text.includes(sha256), 'the projection names the hash to retrieve the original by')
+
+  const response = await call('GET', `compression/${sha256}/`)
+  assert.deepEqual(Buffer.from(await response.arrayBuffer()), Buffer.from(original, 'utf8'))
+
+  const small = await harness.toolResult(agent, 'bash', { command: 'echo ok' }, 'ok\n')
+  assert.equal(small.text, 'ok\n', 'a small result is left as it is')
+  const own = await harness.toolResult(agent, 'mcp__memflow__flowctx_retrieve', { hash: sha256 }, original)
+  assert.equal(own.text, original, "memflow's own retrieval is never projected again")
+})
+
+test('turn end reaches memflow; after a compaction the handoff notes stand in for the history', needsServer, async () => {
+  const harness = loaded()
+  const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+  harness.startSession(agent)
+  const prompts = [
+    'Refactor the Heron config loader into two modules: parsing and validation',
+    'The validation module must reject ports above 65535 with a clear message',
+    'Keep the old load_config name as a thin wrapper for one release',
+  ]
+  for (const [index, prompt] of prompts.entries()) {
+    await harness.step(agent, [prompt], { turn: index + 1 })
+    const seen = await harness.toolResult(agent, 'edit', { file_path: 'heron/config.py' }, `edited heron/config.py for: ${prompt}`)
+    assert.match(seen.text, /edited heron\/config\.py/)
+    harness.event(agent, 'turn/end', { turn: index + 1, reason: { kind: 'completed' } })
+  }
+  report('stop', agent.id)
+
+  harness.event(agent, 'compaction/start', { compactionId: 'c-1' })
+  report('pre-compact', agent.id)
+  // memflow's worker folds the history into a note; wait for it (a deadline, not a pause).
+  await until(async () => (await (await call('GET', `sessions/${agent.id}/summaries/`)).json()).length > 0)
+  harness.event(agent, 'compaction/end', { compactionId: 'c-1' })
+  const context = await until(() => {
+    const { context } = harness.assemble(agent)
+    return context.includes('<flowctx-handoff-note') ? context : undefined
+  })
+  // The note holds the folded turns (memflow keeps the last ones whole).
+  assert.match(context, /<flowctx-handoff-note node="[^"]+" turns="1-\d+"[^>]*>\n## TASK \/ GOAL\nRefactor the Heron config loader into two modules[\s\S]*heron\/config\.py[\s\S]*<\/flowctx-handoff-note>/)
+})
+
+test('a dead server never holds a step or a tool result', async () => {
+  const port = await closedPort()
+  const harness = loaded({ url: `http://127.0.0.1:${port}`, apiKey: 'k', workspace: 'w', declarations: false })
+  const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+  harness.startSession(agent)
+  const step = await harness.step(agent, ['Anything at all'])
+  assert.deepEqual(step.decision.messages.map(m => m.content[0].text), ['Anything at all'])
+  assert.equal(step.context, '')
+  const seen = await harness.toolResult(agent, 'bash', {}, 'x'.repeat(50_000))
+  assert.equal(seen.text, 'x'.repeat(50_000))
+})
+
+test('a hung server costs one budget, then is left alone', async () => {
+  const hung = await hungServer()
+  try {
+    const statePath = join(mkdtempSync(join(tmpdir(), 'memflow-state-')), 'hook-skip.json')
+    const url = `http://127.0.0.1:${hung.port}`
+    const harness = loaded({
+      url, apiKey: 'k', workspace: 'w', declarations: false, timeoutMs: 300, skipMs: 600_000, statePath,
+    })
+    const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+    harness.startSession(agent)
+    const first = await harness.step(agent, ['First prompt while memflow hangs'])
+    assert.deepEqual(first.decision.messages.map(m => m.content[0].text), ['First prompt while memflow hangs'])
+    const second = await harness.step(agent, ['Second prompt'], { turn: 2 })
+    assert.equal(second.decision.messages.length, 1)
+    const seen = await harness.toolResult(agent, 'bash', {}, 'y'.repeat(50_000))
+    assert.equal(seen.text, 'y'.repeat(50_000))
+    assert.equal(hung.requests(), 1, 'after one timeout the server is skipped')
+    const said = harness.warnings.map(args => format(...args)).join('\n')
+    assert.match(said, /did not answer session-start within 300 ms/)
+    // Where `memflow hook` and `memflow status` look: they skip it too.
+    const skip = JSON.parse(readFileSync(statePath, 'utf8'))[url]
+    assert.ok(skip.until * 1000 > Date.now() && skip.reason === 'no answer within 0.3 s', JSON.stringify(skip))
+    const another = loaded({ url, apiKey: 'k', workspace: 'w', declarations: false, timeoutMs: 300, statePath })
+    const other = another.agent(project({ 'y.txt': 'y\n' }))
+    another.startSession(other)
+    await another.step(other, ['A second harness process, same server'])
+    assert.equal(hung.requests(), 1, 'another process honours the skip')
+  } finally {
+    hung.close()
+  }
+})
+
+/** `check()`'s first truthy answer, polled until a generous deadline (a hang, not speed). */
+async function until(check, guardMs = 120_000) {
+  const deadline = Date.now() + guardMs
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    assert.ok(Date.now() < deadline, 'the condition never held')
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+}
+
+function closedPort() {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** Accepts connections, reads the request, never answers. */
+function hungServer() {
+  return new Promise((resolve) => {
+    const sockets = new Set()
+    let count = 0
+    const server = createServer((socket) => {
+      count += 1
+      sockets.add(socket)
+      socket.on('data', () => {})
+      socket.on('error', () => {})
+    })
+    server.listen(0, '127.0.0.1', () => resolve({
+      port: server.address().port,
+      requests: () => count,
+      close: () => { for (const s of sockets) s.destroy(); server.close() },
+    }))
+  })
+}
