@@ -23,7 +23,7 @@ def user_get(*, username: str) -> User:
     user = get_user_model().objects.filter(username__iexact=username.strip()).first()
     if user is None:
         raise NotFound(f"There is no user {username!r}.", code="user_not_found")
-    return user  # type: ignore[return-value]
+    return user
 
 
 def workspace_get(*, slug: str) -> Workspace:
@@ -51,7 +51,7 @@ def user_list() -> QuerySet[User]:
             ),
         )
         .order_by("username")
-    )  # type: ignore[return-value]
+    )
 
 
 def workspace_list_all() -> QuerySet[Workspace]:

@@ -159,9 +159,7 @@ def membership_set(
     """
     UserModel = get_user_model()
     if role not in Membership.Role.values:
-        raise Invalid(
-            f"Unknown role {role!r}: use owner, editor or viewer.", code="invalid_role"
-        )
+        raise Invalid(f"Unknown role {role!r}: use owner, editor or viewer.", code="invalid_role")
     user = UserModel.objects.filter(username__iexact=username).first()
     if user is None:
         raise NotFound(f"No user {username!r}.", code="user_not_found")

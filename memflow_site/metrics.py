@@ -91,9 +91,7 @@ POOL_WAITING = Gauge(
     "Requests waiting for a connection from a pool now.",
     multiprocess_mode="livesum",
 )
-POOL_REQUESTS = Counter(
-    "memflow_db_pool_requests", "Connections asked of the pools.", ["outcome"]
-)
+POOL_REQUESTS = Counter("memflow_db_pool_requests", "Connections asked of the pools.", ["outcome"])
 POOL_WAIT_SECONDS = Counter(
     "memflow_db_pool_wait_seconds", "Time spent waiting for a connection from a pool."
 )
@@ -277,9 +275,9 @@ def _drop_dead_processes(path: str) -> None:
     pids = set()
     for name in os.listdir(path):
         if name.startswith("gauge_live") and name.endswith(".db"):
-            pid = name.rsplit("_", 1)[-1][: -len(".db")]
-            if pid.isdigit():
-                pids.add(int(pid))
+            digits = name.rsplit("_", 1)[-1].removesuffix(".db")
+            if digits.isdigit():
+                pids.add(int(digits))
     for pid in pids:
         if not psutil.pid_exists(pid):
             multiprocess.mark_process_dead(pid, path)
@@ -351,10 +349,10 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     refusal = access_refusal(client=request.META.get("REMOTE_ADDR", ""), headers=request.headers)
     if refusal is not None:
         status, code, detail = refusal
-        answer = JsonResponse({"code": code, "detail": detail}, status=status)
+        refused = JsonResponse({"code": code, "detail": detail}, status=status)
         if status == 401:
-            answer["WWW-Authenticate"] = 'Bearer realm="metrics"'
-        return answer
+            refused["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return refused
     body, content_type = metrics_render()
     answer = HttpResponse(body, content_type=content_type)
     answer["Cache-Control"] = "no-store"
