@@ -149,6 +149,7 @@ class MetricsLayer:
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        sampler_start()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -187,6 +188,7 @@ def _count(scope: Any, status: int, seconds: float) -> None:
 
 _sampler_pid: int | None = None
 _sampler_lock = threading.Lock()
+_sample_lock = threading.Lock()
 _pool_seen: dict[str, float] = {}
 
 
@@ -220,6 +222,12 @@ def _pool() -> Any:
 
 
 def sample_process() -> None:
+    """This process's pool and embedding model, into its figures (one sampler at a time)."""
+    with _sample_lock:
+        _sample()
+
+
+def _sample() -> None:
     from memories import embeddings
 
     state, _ = embeddings.status()
