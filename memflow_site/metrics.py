@@ -19,6 +19,7 @@ token; `MEMFLOW_METRICS=false` turns the endpoint off.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import logging
@@ -32,6 +33,7 @@ from typing import Any
 
 import psutil
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_safe
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -128,6 +130,7 @@ def _multiprocess_path() -> str | None:
 # --- counting requests ---------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)  # resolving runs on the event loop: once per path
 def route_of(path: str) -> str:
     """The Django route name of `path` (its pattern when unnamed), for a label."""
     from django.conf import settings
@@ -168,7 +171,10 @@ class MetricsLayer:
         try:
             await self.app(scope, receive, send_counted)
         finally:
-            _count(scope, status, time.perf_counter() - started)
+            try:
+                _count(scope, status, time.perf_counter() - started)
+            except Exception:  # a figure missed must never fail the request
+                logger.exception("counting a request for /metrics failed")
 
 
 def _count(scope: Any, status: int, seconds: float) -> None:
@@ -349,6 +355,7 @@ def _is_loopback(client: str) -> bool:
         return False
 
 
+@require_safe
 def metrics_view(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
 
