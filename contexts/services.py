@@ -73,6 +73,32 @@ def user_create(
     return cast("User", user)
 
 
+def user_set_active(*, user: User, active: bool) -> User:
+    """Let a user in or keep them out: an inactive user's logins and API keys are
+    refused (contexts/auth.py), their data and memberships are kept."""
+    if user.is_active != active:
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+    return user
+
+
+def user_set_password(*, user: User, password: str) -> User:
+    """A new password, checked by the configured validators. The user's dashboard
+    sessions end (Django's session hash changes); their API keys keep working."""
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    if not password:
+        raise Invalid("The password is empty.", code="invalid_password")
+    try:
+        validate_password(password, user=user)
+    except ValidationError as exc:
+        raise Invalid(" ".join(exc.messages), code="invalid_password") from None
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return user
+
+
 def workspace_create(*, user: User, slug: str, name: str = "") -> Workspace:
     """Create a workspace; its creator becomes its owner."""
     clean = slugify(slug)
@@ -89,12 +115,33 @@ def workspace_create(*, user: User, slug: str, name: str = "") -> Workspace:
     return workspace
 
 
-def workspace_update(*, workspace: Workspace, name: str | None = None) -> Workspace:
+def workspace_update(
+    *, workspace: Workspace, name: str | None = None, slug: str | None = None
+) -> Workspace:
+    """Rename a workspace. A new `slug` changes its URLs and what clients name it
+    (MEMFLOW_WORKSPACE); its data, keys and members stay with it."""
+    fields = []
     if name is not None:
         if not name.strip():
             raise Invalid("A workspace name cannot be empty.", code="invalid_name")
         workspace.name = name.strip()
-        workspace.save(update_fields=["name"])
+        fields.append("name")
+    if slug is not None and slug != workspace.slug:
+        clean = slugify(slug)
+        if not clean or clean != slug.lower():
+            raise Invalid(
+                "A workspace slug is lower-case letters, digits, '-' and '_'.", code="invalid_slug"
+            )
+        if Workspace.objects.filter(slug__iexact=clean).exclude(pk=workspace.pk).exists():
+            raise Conflict(f"The slug {clean!r} is taken.", code="slug_taken")
+        workspace.slug = clean
+        fields.append("slug")
+    if fields:
+        try:
+            with transaction.atomic():
+                workspace.save(update_fields=fields)
+        except IntegrityError:  # taken between the check and the write
+            raise Conflict(f"The slug {workspace.slug!r} is taken.", code="slug_taken") from None
     return workspace
 
 
@@ -102,11 +149,17 @@ def workspace_delete(*, workspace: Workspace) -> None:
     workspace.delete()
 
 
-def membership_set(*, workspace: Workspace, username: str, role: str) -> Membership:
-    """Add a user to a workspace, or change their role."""
+def membership_set(
+    *, workspace: Workspace, username: str, role: str, existing_only: bool | None = None
+) -> Membership:
+    """Add a user to a workspace, or change their role.
+
+    `existing_only=False` only adds (a member already: `already_member`);
+    `True` only changes a member's role (not a member: `member_not_found`).
+    """
     UserModel = get_user_model()
     if role not in Membership.Role.values:
-        raise Invalid(f"Unknown role {role!r}.", code="invalid_role")
+        raise Invalid(f"Unknown role {role!r}: use owner, editor or viewer.", code="invalid_role")
     user = UserModel.objects.filter(username__iexact=username).first()
     if user is None:
         raise NotFound(f"No user {username!r}.", code="user_not_found")
@@ -115,7 +168,18 @@ def membership_set(*, workspace: Workspace, username: str, role: str) -> Members
         existing = {m.user_id: m for m in memberships}
         membership = existing.get(user.pk)
         if membership is None:
+            if existing_only:
+                raise NotFound(
+                    f"{user.username!r} is not a member of {workspace.slug}.",
+                    code="member_not_found",
+                )
             return Membership.objects.create(user=user, workspace=workspace, role=role)
+        if existing_only is False:
+            raise Conflict(
+                f"{user.username!r} is already a member of {workspace.slug} "
+                f"(role {membership.role}).",
+                code="already_member",
+            )
         _refuse_losing_last_owner(list(existing.values()), membership, new_role=role)
         membership.role = role
         membership.save(update_fields=["role"])

@@ -49,9 +49,11 @@ django_application = CredentialLimit(ChunkedBodies(_django))
 # Imported once Django is set up: the MCP tools import models.
 from memflow_site import heap  # noqa: E402
 from memflow_site.mcp import McpEndpoint  # noqa: E402
+from memflow_site.metrics import MetricsLayer  # noqa: E402
 from memories import embeddings  # noqa: E402
 
-application = McpEndpoint(django_application)
+# Outermost, so /metrics counts what every layer answered, MCP and refusals included.
+application = MetricsLayer(McpEndpoint(django_application))
 
 # Answer at once; the embedding model loads beside the first requests. What
 # the process holds once it is warm lives as long as the process does.

@@ -146,6 +146,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from contexts.services import first_run_bootstrap
     from memflow_site import embedded_pg
+    from memflow_site.metrics import multiprocess_dir
 
     directory = data_dir()
     if settings.DATABASE_URL:
@@ -179,6 +180,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     web_env = dict(env)
     web_env.setdefault("MEMFLOW_DB_POOL", "serve")
     web_env.setdefault("MEMFLOW_STATEMENT_TIMEOUT_MS", str(settings.WEB_STATEMENT_TIMEOUT_MS))
+    # One directory for every web process's figures, so /metrics adds them up.
+    web_env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(multiprocess_dir(directory)))
     children: dict[str, subprocess.Popen[bytes]] = {
         "web": subprocess.Popen(
             [
@@ -799,6 +802,9 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--levels", default="1,2,4,8,16", help="concurrent sessions per level")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)
+    from memflow_site import admin_cli  # users, workspaces, members, keys
+
+    admin_cli.register(sub)
     return parser
 
 

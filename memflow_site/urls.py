@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from contexts import api as contexts_api
 from contexts.hooks.api import HookApi
 from memflow_site.health import HealthApi
+from memflow_site.metrics import metrics_view
 
 api_v1: list[URLPattern | URLResolver] = [
     path("health", HealthApi.as_view(), name="api-health"),
@@ -24,6 +25,7 @@ api_v1: list[URLPattern | URLResolver] = [
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("", include("contexts.urls")),
     path("", include("memories.urls")),

@@ -27,15 +27,21 @@ def env_for(data_dir: Path, database_url: str | None = None) -> dict[str, str]:
 
 
 def memflow(
-    *args: str, env: dict[str, str], check: bool = True, timeout: float = 120
+    *args: str,
+    env: dict[str, str],
+    check: bool = True,
+    timeout: float = 120,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """`memflow ARGS`; standard input is `input`, or nothing (never a terminal)."""
     result = subprocess.run(
         [MEMFLOW, *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
-        stdin=subprocess.DEVNULL,
+        input=input,
+        stdin=subprocess.DEVNULL if input is None else None,
     )
     if check and result.returncode != 0:
         raise AssertionError(
