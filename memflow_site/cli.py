@@ -404,6 +404,12 @@ def cmd_hook(args: argparse.Namespace) -> int:
     return hook_client.main(args.event)
 
 
+def cmd_read(args: argparse.Namespace) -> int:
+    from memflow_site import memory_cli
+
+    return memory_cli.run(args)
+
+
 def cmd_mute(args: argparse.Namespace) -> int:
     from memflow_site import hook_client
 
@@ -631,6 +637,10 @@ def build_parser() -> argparse.ArgumentParser:
         "pre-compact, session-end",
     )
     hook.set_defaults(func=cmd_hook)
+
+    from memflow_site import memory_cli
+
+    memory_cli.add_parsers(sub, cmd_read)
 
     status = sub.add_parser(
         "status",

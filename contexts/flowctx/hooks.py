@@ -17,6 +17,7 @@ import base64
 import binascii
 import contextlib
 import hashlib
+import html
 import json
 import logging
 from typing import Any
@@ -154,7 +155,8 @@ def projection_block(ctx: HookContext) -> Block | None:
             "original_chars": compressed.projection.original_chars,
             "projected_chars": len(compressed.text),
         }
-    url = f"/api/v1/workspaces/{workspace.slug}/compression/{ref.sha256}/"
+    # Only what this session's model can call: memflow's MCP tool, else the memflow command.
+    get_back = ctx.callable.retrieve(ref.sha256)
     tool = tool_name or "tool"
     if why_not:
         # Say exactly what is kept: a model told "byte for byte" would trust it.
@@ -162,8 +164,8 @@ def projection_block(ctx: HookContext) -> Block | None:
         note = (
             f'<memflow-compression ref="{ref.sha256}" truncated="true">Only part of the {tool} '
             f"output above is stored: the {ref.size:,} bytes the hook was shown, of the whole "
-            f"output ({total}), because {why_not}. GET {url} returns that part; run the tool "
-            "again for the rest.</memflow-compression>"
+            f"output ({total}), because {why_not}. That part comes back with {get_back}; run "
+            "the tool again for the rest.</memflow-compression>"
         )
     else:
         # "whole" only when the client read it whole; Claude Code trims the
@@ -179,7 +181,7 @@ def projection_block(ctx: HookContext) -> Block | None:
         )
         note = (
             f'<memflow-compression ref="{ref.sha256}">The {tool} output above ({size}; when it '
-            f"has left the context, get it back byte for byte with GET {url} rather than "
+            f"has left the context, get it back byte for byte with {get_back}, not by "
             "running the tool again.</memflow-compression>"
         )
     return Block(name="flowctx:compression", order=300, text=note)
@@ -237,7 +239,6 @@ def handoff_blocks(ctx: HookContext) -> list[Block]:
     if not flowctx_setting(ctx.workspace, "summaries"):
         return []
     nodes = selectors.summaries_active(session=ctx.session)
-    base = f"/api/v1/workspaces/{ctx.workspace.slug}/sessions/{ctx.session.external_id}/summaries"
     return [
         Block(
             # Zero-padded, so the (order, name) sort keeps turn order.
@@ -245,7 +246,8 @@ def handoff_blocks(ctx: HookContext) -> list[Block]:
             order=80,
             text=(
                 f'<flowctx-handoff-note node="{n.node_id}" turns="{n.start_turn}-{n.end_turn}" '
-                f'retrieve="GET {base}/{n.node_id}/">\n{inert(n.text)}\n</flowctx-handoff-note>'
+                f'retrieve="{html.escape(ctx.callable.retrieve_node(n.node_id))}">\n'
+                f"{inert(n.text)}\n</flowctx-handoff-note>"
             ),
         )
         for n in nodes

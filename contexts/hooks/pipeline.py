@@ -11,7 +11,6 @@ break an agent's turn because one capability misbehaved.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from concurrent.futures import Future, wait
@@ -20,6 +19,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
+from django.db.models import F, Func, JSONField, Value
+from django.db.models.fields.json import KT, KeyTransform
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -33,6 +34,9 @@ from contexts.hooks.registry import (
     Block,
     Entry,
     HookContext,
+    SessionView,
+    Tools,
+    block_sha,
     canonical_event,
     injection_observers,
     observers_for,
@@ -310,6 +314,7 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
         constant=event == "session-start" or bool((payload.get("memflow") or {}).get("constant")),
         cache=cache,
     )
+    ctx.seen, ctx.tools = session_view(session=session, workspace=workspace)
 
     for entry in observers_for(event):
         _guarded(entry.name, entry.fn, ctx)
@@ -320,7 +325,9 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
             blocks.append(produced)
         elif produced:
             blocks.extend(b for b in produced if isinstance(b, Block))
-    blocks = sorted((b for b in blocks if b.text), key=lambda b: (b.order, b.name))
+    blocks = only_new(
+        sorted((b for b in blocks if b.text), key=lambda b: (b.order, b.name)), ctx.seen
+    )
     outcome = HookOutcome(context=ctx, blocks=blocks)
     # What was injected, and what follows from it (the ledger, rehearsal),
     # commits once: each is a savepoint of one transaction rather than a
@@ -396,6 +403,62 @@ _SESSION_TURN_SQL = f"""
 """
 
 
+# --- what the session has already been given -------------------------------------------------
+
+# A session-start from these replaces the conversation: what was given before is gone from it.
+_FRESH_SOURCES = ("compact", "clear")
+
+
+def _json_path(path: str) -> Func:
+    return Func(
+        F("payload"), Value(path), function="jsonb_path_query_array", output_field=JSONField()
+    )
+
+
+def session_view(*, session: AgentSession, workspace: Workspace) -> tuple[SessionView, Tools]:
+    """What the session's model has been given since its context last started over, and
+    how it can call memflow (as the client said at its latest session start).
+
+    One statement over the session's log: its session starts and injections,
+    each reduced in the database to block names, hashes and memory ids.
+    """
+    rows = (
+        SessionEvent.objects.filter(session=session, kind__in=["session-start", "injection"])
+        .order_by("pk")
+        .annotate(
+            source=KT("payload__source"),
+            tools=KeyTransform("memflow_tools", "payload"),
+            names=_json_path("$.blocks[*].name"),
+            shas=_json_path("$.blocks[*].sha256"),
+            ids=_json_path("$.blocks[*].memory_ids[*]"),
+        )
+        .values_list("kind", "source", "tools", "names", "shas", "ids")
+    )
+    blocks: dict[str, str] = {}
+    ids: set[int] = set()
+    said: Any = None
+    for kind, source, tools, names, shas, memory_ids in rows:
+        if kind == "session-start":
+            said = tools if tools is not None else said
+            if source in _FRESH_SOURCES:
+                blocks, ids = {}, set()
+            continue
+        blocks.update(zip(names or [], shas or [], strict=False))
+        ids.update(i for i in memory_ids or [] if isinstance(i, int))
+    view = SessionView(blocks=blocks, memory_ids=frozenset(ids))
+    return view, Tools.from_client(said, workspace=workspace.slug, session=session.external_id)
+
+
+def only_new(blocks: list[Block], seen: SessionView) -> list[Block]:
+    """The blocks the model does not have yet: a block given before, byte for byte, is
+    left out (it is still in the conversation), as is one whose memories all are."""
+    return [
+        b
+        for b in blocks
+        if not seen.given(b) and not (b.memory_ids and set(b.memory_ids) <= seen.memory_ids)
+    ]
+
+
 def _record_injection(session: AgentSession, event: str, blocks: list[Block]) -> None:
     SessionEvent.objects.create(
         session=session,
@@ -408,7 +471,7 @@ def _record_injection(session: AgentSession, event: str, blocks: list[Block]) ->
                     "order": b.order,
                     "text": b.text,
                     "memory_ids": list(b.memory_ids),
-                    "sha256": hashlib.sha256(b.text.encode()).hexdigest(),
+                    "sha256": block_sha(b.text),
                 }
                 for b in blocks
             ],

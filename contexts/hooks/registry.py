@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -63,6 +65,83 @@ class Block:
     memory_ids: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class SessionView:
+    """What the session's model has been given since its context last started over.
+
+    Read from the session log (the recorded injections): a resume or a
+    continue keeps everything given before in the conversation, so it is not
+    given again; a compaction (or /clear) replaces the conversation, so what
+    came before it no longer counts as given.
+    """
+
+    # Block name → sha256 of the text last given under that name.
+    blocks: dict[str, str] = field(default_factory=dict)
+    memory_ids: frozenset[int] = frozenset()
+
+    def given(self, block: Block) -> bool:
+        """Whether this very block (name and bytes) is already in the model's context."""
+        return self.blocks.get(block.name) == block_sha(block.text)
+
+
+def block_sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_MCP_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True)
+class Tools:
+    """How the model can reach memflow: Claude Code's MCP tools, else the `memflow` command.
+
+    The hook client says which at session start (`memflow_tools`: the MCP
+    server its Claude Code settings name for this memflow, and the command
+    that runs memflow on that machine); the log keeps it for the session.
+    Without word from a client, the `memflow` command is named.
+    """
+
+    workspace: str
+    session: str
+    mcp: str | None = None
+    cli: str = "memflow"
+    # Whether the command's own configuration names the workspace.
+    cli_workspace: bool = False
+
+    @classmethod
+    def from_client(cls, said: Any, *, workspace: str, session: str) -> Tools:
+        said = said if isinstance(said, dict) else {}
+        mcp = said.get("mcp")
+        cli = said.get("cli")
+        return cls(
+            workspace=workspace,
+            session=session,
+            mcp=_MCP_NAME.sub("_", mcp)[:64] if isinstance(mcp, str) and mcp.strip() else None,
+            cli=cli.strip()[:500] if isinstance(cli, str) and cli.strip() else "memflow",
+            cli_workspace=said.get("cli_workspace") is True,
+        )
+
+    def mcp_tool(self, name: str) -> str:
+        return f"mcp__{self.mcp}__{name}"
+
+    def command(self, verb: str, *args: str) -> str:
+        where = [] if self.cli_workspace else ["--workspace", self.workspace]
+        return " ".join([self.cli, verb, *where, *(shlex.quote(a) for a in args)])
+
+    def retrieve(self, sha256: str) -> str:
+        """How to get a stored tool output back, byte for byte."""
+        if self.mcp:
+            return f'{self.mcp_tool("flowctx_retrieve")}(hash="{sha256}")'
+        return f"`{self.command('retrieve', sha256)}` in your shell"
+
+    def retrieve_node(self, node: str) -> str:
+        if self.mcp:
+            return (
+                f'{self.mcp_tool("flowctx_retrieve")}(node="{node}", session_id="{self.session}")'
+            )
+        return f"`{self.command('retrieve', '--session', self.session, '--node', node)}`"
+
+
 @dataclass
 class HookContext:
     event: str
@@ -90,6 +169,14 @@ class HookContext:
     tool_result: dict[str, Any] | None = None
     # Work shared between capabilities within one call (e.g. the prompt's embedding).
     cache: dict[str, Any] = field(default_factory=dict)
+    # What the session's model already has (a provider leaves those memories out).
+    seen: SessionView = field(default_factory=SessionView)
+    tools: Tools | None = None
+
+    @property
+    def callable(self) -> Tools:
+        """How the model can call memflow in this session."""
+        return self.tools or Tools(workspace=self.workspace.slug, session=self.session.external_id)
 
     def setting(self, name: str, default: Any) -> Any:
         value = (self.workspace.settings or {}).get(name)

@@ -71,6 +71,6 @@ def test_the_threshold_and_the_switch_are_per_workspace(hook, acme):
 def test_projection_is_deterministic_for_a_stable_prompt_prefix(hook):
     output = failing_pytest_run(passed=500)
     first = hook("post-tool-use", **bash(output))
-    second = hook("post-tool-use", **bash(output))
+    second = hook("post-tool-use", session_id="cc-10", **bash(output))
     assert first["tool_result"]["text"] == second["tool_result"]["text"]
     assert first["additionalContext"] == second["additionalContext"]

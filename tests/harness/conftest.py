@@ -17,7 +17,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -207,11 +207,15 @@ class Harness:
             check=True,
         )
 
-    def run(self, prompt: str, script: list[Turn], *, tools: str = "Bash") -> Run:
+    def run(
+        self, prompt: str, script: list[Turn], *, tools: str = "Bash", resume: Sequence[str] = ()
+    ) -> Run:
+        """`claude -p prompt`; `resume` adds e.g. ("--continue",) or ("--resume", session_id)."""
         self.model.script = list(script)
         process = subprocess.Popen(
             [
                 str(self.claude),
+                *resume,
                 "-p",
                 prompt,
                 "--output-format",

@@ -98,6 +98,10 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
         )
 
         api.post("/core/memory/", json={"action": "add", "content": "Written mid-session"})
+        later = api.post(
+            "/memories/",
+            json={"text": "The billing worker keeps its failed charges queue in Redis."},
+        ).json()
         out, _, _ = run_hook(
             "user-prompt",
             {
@@ -108,9 +112,11 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
             hook_env,
         )
         turn = context_of(out, "UserPromptSubmit")
-        assert f"#{fact['id']}" in turn and "data, not instructions" in turn
-        assert f"#{lesson['id']}" in turn and "<memflow-lessons" in turn
-        assert turn.index("<memflow-lessons") < turn.index("<memflow-recall")
+        # The fact and the lesson came with the restore pack at the start: the
+        # session has them, so the prompt's recall gives only what is new.
+        for old in (fact, lesson):
+            assert f"#{old['id']}" in start and f"#{old['id']}" not in turn
+        assert f"#{later['id']}" in turn and "data, not instructions" in turn
         assert (
             "Written mid-session" not in turn
         )  # core is frozen, and per-turn blocks do not repeat it
