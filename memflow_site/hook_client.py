@@ -395,12 +395,13 @@ _SUMMARY_HEAD = "Summary:\n"
 _SUMMARY_TAIL = "\n\nIf you need specific details from before compaction"
 
 
-def compaction_summary(transcript_path: Any) -> str | None:
+def compaction_summary(transcript_path: Any, *, after: int = 0) -> str | None:
     """The summary of the latest compaction in a Claude Code transcript (JSONL), or None.
 
     Claude Code writes it as a user message flagged `isCompactSummary`, its
     text wrapped in a preamble and a note; the summary is what lies between.
-    A transcript that is missing or does not parse gives None.
+    Only a summary written past byte `after` counts. A transcript that is
+    missing or does not parse gives None.
     """
     if not isinstance(transcript_path, str) or not transcript_path.strip():
         return None
@@ -409,7 +410,7 @@ def compaction_summary(transcript_path: Any) -> str | None:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None
             size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+            handle.seek(max(0, after, size - TRANSCRIPT_TAIL_BYTES))
             tail = handle.read()
     except OSError:
         return None
@@ -440,15 +441,55 @@ def _summary_text(message: Any) -> str | None:
 
 
 def attach_session_start(payload: dict[str, Any], config: dict[str, Any]) -> None:
-    """Add what only this machine knows at a session start: what the model can call, and,
-    after a compaction, the summary Claude Code wrote (the server keeps it as a checkpoint)."""
+    """Add what only this machine knows at a session start: what the model can call."""
     with contextlib.suppress(Exception):  # never worth breaking a hook over
         payload.setdefault("memflow_tools", memflow_tools(str(payload.get("cwd")), config))
-    if payload.get("source") == "compact" and "compaction" not in payload:
-        with contextlib.suppress(Exception):
-            summary = compaction_summary(payload.get("transcript_path"))
-            if summary:
-                payload["compaction"] = summary
+
+
+# A compaction whose summary has not turned up within this long is given up.
+COMPACTION_WAIT_SECONDS = 3600.0
+
+
+def compaction_marker(session_id: str) -> Path:
+    name = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+    return state_path().with_name("compactions") / f"{name}.json"
+
+
+def attach_compaction(payload: dict[str, Any]) -> None:
+    """Send Claude Code's compaction summary, read from the transcript on this machine.
+
+    Claude Code writes the summary after the session-start hook that follows
+    a compaction has answered, so that hook leaves a marker (the transcript
+    and its size then) and the session's next hook through this client
+    reads what was written since and sends it as `compaction`; the server
+    keeps it as the session's `context` checkpoint. A transcript that does
+    not parse is skipped.
+    """
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str) or not session_id or "compaction" in payload:
+        return
+    with contextlib.suppress(Exception):  # never worth breaking a hook over
+        marker = compaction_marker(session_id)
+        transcript = payload.get("transcript_path")
+        if payload.get("source") == "compact" and isinstance(transcript, str):
+            size = os.stat(transcript).st_size if os.path.exists(transcript) else 0
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(
+                json.dumps({"transcript": transcript, "after": size, "at": time.time()})
+            )
+            return
+        if not marker.exists():
+            return
+        claimed = marker.with_name(f"{marker.name}.{os.getpid()}")
+        os.replace(marker, claimed)  # one hook of several running at once takes it
+        pending = json.loads(claimed.read_text())
+        summary = compaction_summary(pending.get("transcript"), after=int(pending.get("after", 0)))
+        if summary:
+            payload["compaction"] = summary
+        elif time.time() - float(pending.get("at", 0)) < COMPACTION_WAIT_SECONDS:
+            os.replace(claimed, marker)  # not written yet: a later hook looks again
+            return
+        claimed.unlink()
 
 
 # --- skipping a server that ran a hook out of time -------------------------------------------
@@ -624,6 +665,7 @@ def run(event_name: str, stdin: str, *, started: float | None = None) -> str:
         attach_output(payload, cap)
     if event == "session-start":
         attach_session_start(payload, config)
+    attach_compaction(payload)
     body = encode_body(payload, cap)
     try:
         answer = call_server(

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from contexts.errors import MemflowError
 from contexts.hooks import (
+    EVENTS,
     Block,
     HookContext,
     Tools,
@@ -303,24 +304,46 @@ def freeze_core(ctx: HookContext) -> None:
 
 
 def store_compaction(ctx: HookContext) -> None:
-    """A compaction summary becomes a `context` checkpoint: what was compacted stays recallable."""
+    """A compaction summary becomes a `context` checkpoint: what was compacted stays recallable.
+
+    Claude Code's summary comes from the hook client, which reads it from the
+    transcript at the session start that follows a compaction (`compaction`).
+    """
     summary = ctx.payload.get("compaction") or (
         ctx.payload.get("summary") if ctx.event == "pre-compact" else None
     )
     if not isinstance(summary, str) or not summary.strip():
         return
-    services.memory_remember(
+    trigger = ctx.payload.get("trigger") or ctx.payload.get("source") or ""
+    result = services.memory_remember(
         workspace=ctx.workspace,
         item=services.RememberInput(
             text=summary.strip()[: int(memory_setting(ctx.workspace, "max_text_chars"))],
             compartment="context",
             source="hook",
             app=ctx.app,
-            metadata={"checkpoint": "compaction", "trigger": str(ctx.payload.get("trigger", ""))},
+            metadata={"checkpoint": "compaction", "trigger": str(trigger)[:64]},
         ),
         user=ctx.user,
         session=ctx.session,
     )
+    ctx.cache[CHECKPOINT_KEY] = int(result.memory.pk)
+
+
+CHECKPOINT_KEY = "memories:checkpoint"
+
+
+def checkpoint_block(ctx: HookContext) -> Block | None:
+    """Names the checkpoint just kept. The summary is in the conversation already, so its
+    id counts as given: the session's recall does not bring the same text back."""
+    memory_id = ctx.cache.get(CHECKPOINT_KEY)
+    if not isinstance(memory_id, int):
+        return None
+    text = (
+        f'<memflow-checkpoint id="#{memory_id}">The conversation summary is kept in long-term '
+        f"memory as #{memory_id}.</memflow-checkpoint>"
+    )
+    return Block(name="memflow:checkpoint", order=90, text=text, memory_ids=(memory_id,))
 
 
 def ledger_injected(ctx: HookContext, blocks: list[Block]) -> None:
@@ -394,6 +417,7 @@ def register() -> None:
     register_provider("memories:session", events=["session-start", "user-prompt"], fn=session_block)
     register_provider("memories:core", events=["session-start", "user-prompt"], fn=core_blocks)
     register_provider("memories:restore", events=["session-start"], fn=restore_block)
+    register_provider("memories:checkpoint", events=EVENTS, fn=checkpoint_block)
     register_provider("memories:lessons", events=["user-prompt"], fn=lessons_block)
     register_provider("memories:recall", events=["user-prompt"], fn=recall_blocks)
     register_injection_observer("memories:ledger", fn=ledger_injected)

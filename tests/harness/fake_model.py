@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,7 +43,14 @@ class ToolUse:
     text: str = ""  # said before the call, as models often do
 
 
-Turn = Text | ToolUse
+@dataclass(frozen=True)
+class Reply:
+    """A turn decided from the request it answers: e.g. a command memflow's hooks named."""
+
+    decide: Callable[[dict[str, Any]], Text | ToolUse]
+
+
+Turn = Text | ToolUse | Reply
 
 
 @dataclass
@@ -113,11 +120,12 @@ class FakeModel:
 
     # --- answering ----------------------------------------------------------------------
 
-    def reply_for(self, body: dict[str, Any]) -> Turn:
+    def reply_for(self, body: dict[str, Any]) -> Text | ToolUse:
         if not is_main_request(body):
             return Text("OK")
         step = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
-        return self.script[step] if step < len(self.script) else Text("Done.")
+        turn = self.script[step] if step < len(self.script) else Text("Done.")
+        return turn.decide(body) if isinstance(turn, Reply) else turn
 
     def record(self, logged: Logged) -> None:
         with self._lock:
@@ -128,7 +136,7 @@ class FakeModel:
             return next(self._ids)
 
 
-def _content(turn: Turn, n: int) -> tuple[list[dict[str, Any]], str]:
+def _content(turn: Text | ToolUse, n: int) -> tuple[list[dict[str, Any]], str]:
     blocks: list[dict[str, Any]] = []
     if isinstance(turn, Text):
         return [{"type": "text", "text": turn.text}], "end_turn"
@@ -205,7 +213,11 @@ def _handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
 
         def _messages(self, body: dict[str, Any]) -> None:
             n = model.next_id()
-            blocks, stop = _content(model.reply_for(body), n)
+            try:
+                turn = model.reply_for(body)
+            except Exception as exc:  # a test's Reply that failed: said, not hung on
+                turn = Text(f"FAKE-MODEL-ERROR {exc!r}")
+            blocks, stop = _content(turn, n)
             message = {
                 "id": f"msg_fake{n:06d}",
                 "type": "message",
