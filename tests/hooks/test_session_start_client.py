@@ -1,0 +1,116 @@
+"""What the hook client reads on the agent's machine at and after a session start:
+which memflow tools the model has, and Claude Code's compaction summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memflow_site import hook_client
+
+SUMMARY_LINE = {
+    "type": "user",
+    "isCompactSummary": True,
+    "message": {
+        "role": "user",
+        "content": (
+            "This session is being continued from a previous conversation that ran out of "
+            "context. The summary below covers the earlier portion of the conversation.\n\n"
+            "Summary:\n{summary}\n\nIf you need specific details from before compaction (like "
+            "exact code snippets), read the full transcript at: /x.jsonl\nContinue."
+        ),
+    },
+}
+
+
+def summary_line(summary: str) -> str:
+    entry = json.loads(json.dumps(SUMMARY_LINE))
+    entry["message"]["content"] = entry["message"]["content"].format(summary=summary)
+    return json.dumps(entry) + "\n"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("MEMFLOW_MCP", raising=False)
+    monkeypatch.setenv("MEMFLOW_STATE_DIR", str(tmp_path / "state"))
+    (tmp_path / "home").mkdir()
+    return tmp_path / "home"
+
+
+def test_the_latest_summary_is_read_and_lines_that_do_not_parse_are_skipped(tmp_path: Path):
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        summary_line("first compaction")
+        + "{not json\n"
+        + summary_line("second compaction")
+        + '{"type": "user", "isCompactSummary": tru'  # cut mid-write
+    )
+    assert hook_client.compaction_summary(str(transcript)) == "second compaction"
+    transcript.write_text("{not json\n" * 5)
+    assert hook_client.compaction_summary(str(transcript)) is None
+    assert hook_client.compaction_summary(str(tmp_path / "missing.jsonl")) is None
+    assert hook_client.compaction_summary(str(tmp_path)) is None  # a directory
+
+
+def test_a_summary_reaches_the_next_hook_once(home: Path, tmp_path: Path):
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(summary_line("an older compaction"))
+    base = {"session_id": "cc-1", "transcript_path": str(transcript)}
+
+    start = {**base, "source": "compact"}
+    hook_client.attach_compaction(start)
+    assert "compaction" not in start  # not written yet when this hook runs
+    early = dict(base)
+    hook_client.attach_compaction(early)
+    assert "compaction" not in early  # only the older one there: still waiting
+
+    with transcript.open("a") as handle:
+        handle.write(summary_line("what the session did"))
+    other = {"session_id": "cc-2", "transcript_path": str(transcript)}
+    hook_client.attach_compaction(other)
+    assert "compaction" not in other  # another session's hook leaves it
+    later = dict(base)
+    hook_client.attach_compaction(later)
+    assert later["compaction"] == "what the session did"
+    again = dict(base)
+    hook_client.attach_compaction(again)
+    assert "compaction" not in again
+
+
+def test_the_mcp_server_is_found_by_this_memflows_url_in_claude_codes_settings(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    config = {"url": "http://127.0.0.1:8000"}
+    assert hook_client.mcp_server_name(str(project), config) is None
+
+    # `claude mcp add` (local scope) under another name: found by its URL.
+    state = {
+        "projects": {
+            str(project): {
+                "mcpServers": {
+                    "other": {"type": "http", "url": "http://example.com/mcp"},
+                    "mem": {"type": "http", "url": "http://127.0.0.1:8000/mcp/?workspace=w"},
+                }
+            }
+        }
+    }
+    (home / ".claude.json").write_text(json.dumps(state))
+    assert hook_client.mcp_server_name(str(project), config) == "mem"
+
+    # The project's .mcp.json, a server named memflow at another address.
+    (home / ".claude.json").write_text("{}")
+    (project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"memflow": {"type": "http", "url": "https://m.example/mcp"}}})
+    )
+    assert hook_client.mcp_server_name(str(project), config) == "memflow"
+
+    monkeypatch.setenv("MEMFLOW_MCP", "off")
+    assert hook_client.mcp_server_name(str(project), config) is None
+    tools = hook_client.memflow_tools(str(project), {**config, "workspace": "w"})
+    assert tools["mcp"] is None and tools["cli_workspace"] is True
