@@ -57,6 +57,12 @@ def test_context_reaches_the_model_at_session_start_and_on_a_prompt(
         "/memories/",
         json={"text": "The billing worker retries failed charges 3 times, then pages on-call."},
     ).json()
+    # Enough later activity that the session-start restore pack (the most
+    # recent entries) leaves the fact for the prompt's recall to find.
+    account.api.post(
+        "/memories/bulk/",
+        json={"items": [{"text": f"Unrelated note {n}: sprint {n} planning"} for n in range(24)]},
+    ).raise_for_status()
     h = harness(memflow_env(live.url, account.key, account.workspace.slug))
     h.install_hooks()
 

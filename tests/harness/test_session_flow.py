@@ -133,33 +133,6 @@ def test_a_compaction_keeps_claude_codes_summary_as_a_checkpoint(
     assert_each_once(final)
 
 
-def test_a_transcript_that_does_not_parse_is_skipped(
-    harness: HarnessMaker, live: Served, account: Account
-) -> None:
-    seed(account)
-    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
-    h.install_hooks()
-    first = h.run("how does the billing worker handle failed charges?", [Text("3 retries.")])
-    transcript = next((h.home / ".claude" / "projects").rglob("*.jsonl"))
-    transcript.write_text("{not json\n" * 3)
-
-    compacted = h.run("/compact", [Text("<summary>S</summary>")] * 8, resume=("--continue",))
-
-    succeeded(first)
-    starts = [hook for hook in compacted.hooks() if hook["hook_event"] == "SessionStart"]
-    assert starts and all(
-        (hook["outcome"], hook.get("exit_code")) == ("success", 0) for hook in starts
-    )
-    assert not Memory.objects.filter(compartment="context").exists()
-    # The hooks after it still reached memflow.
-    assert (
-        SessionEvent.objects.filter(
-            session__external_id=first.result["session_id"], kind="session-end"
-        ).count()
-        == 2
-    )
-
-
 def command_named(request: dict[str, Any], verb: str) -> str:
     """The `memflow <verb> …` command memflow's blocks told the model to run."""
     said = "\n".join(strings(request))

@@ -4,11 +4,13 @@ which memflow tools the model has, and Claude Code's compaction summary."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from memflow_site import hook_client
+from tests.memflow_site.helpers import MEMFLOW, free_port
 
 SUMMARY_LINE = {
     "type": "user",
@@ -114,3 +116,30 @@ def test_the_mcp_server_is_found_by_this_memflows_url_in_claude_codes_settings(
     assert hook_client.mcp_server_name(str(project), config) is None
     tools = hook_client.memflow_tools(str(project), {**config, "workspace": "w"})
     assert tools["mcp"] is None and tools["cli_workspace"] is True
+
+
+def test_a_hook_with_a_transcript_that_does_not_parse_still_exits_0(home: Path, tmp_path: Path):
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "MEMFLOW_STATE_DIR": str(tmp_path / "state"),
+        "MEMFLOW_URL": f"http://127.0.0.1:{free_port()}",  # nothing listens: the call fails fast
+        "MEMFLOW_API_KEY": "mf_whatever",
+    }
+    base = {"session_id": "cc-1", "transcript_path": str(transcript), "cwd": str(tmp_path)}
+    for event, payload in (
+        ("session-start", {**base, "hook_event_name": "SessionStart", "source": "compact"}),
+        ("stop", {**base, "hook_event_name": "Stop"}),
+    ):
+        transcript.write_text("{not json\n" * 3 + '{"isCompactSummary": true, "message": 1}\n')
+        done = subprocess.run(
+            [MEMFLOW, "hook", event],
+            input=json.dumps(payload),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
