@@ -139,11 +139,11 @@ def session_block(ctx: HookContext) -> Block | None:
     if not ctx.constant:
         return None
     tools = ctx.callable
-    where = "memflow's tools" if tools.mcp else "memflow's commands"
+    how = "as session_id to memflow's tools" if tools.mcp else "as --session to memflow commands"
     text = (
         f'<memflow-session id="{inert(tools.session)}">Your memflow session id is '
-        f"{inert(tools.session)}. Pass it as session_id to {where}, so what you recall, read "
-        "and remember is kept with this session.</memflow-session>"
+        f"{inert(tools.session)}. Pass it {how}, so what you recall, read and remember is "
+        "kept with this session.</memflow-session>"
     )
     return Block(name="memflow:session", order=41, text=text)
 

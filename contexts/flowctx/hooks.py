@@ -246,12 +246,16 @@ def handoff_blocks(ctx: HookContext) -> list[Block]:
             order=80,
             text=(
                 f'<flowctx-handoff-note node="{n.node_id}" turns="{n.start_turn}-{n.end_turn}" '
-                f'retrieve="{html.escape(ctx.callable.retrieve_node(n.node_id))}">\n'
+                f'retrieve="{_attribute(ctx.callable.retrieve_node(n.node_id))}">\n'
                 f"{inert(n.text)}\n</flowctx-handoff-note>"
             ),
         )
         for n in nodes
     ]
+
+
+def _attribute(text: str) -> str:
+    return html.escape(text, quote=False).replace('"', "&quot;")
 
 
 def register() -> None:

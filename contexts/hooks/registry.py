@@ -136,8 +136,9 @@ class Tools:
 
     def retrieve_node(self, node: str) -> str:
         if self.mcp:
+            # Single quotes: this goes into an XML attribute.
             return (
-                f'{self.mcp_tool("flowctx_retrieve")}(node="{node}", session_id="{self.session}")'
+                f"{self.mcp_tool('flowctx_retrieve')}(node='{node}', session_id='{self.session}')"
             )
         return f"`{self.command('retrieve', '--session', self.session, '--node', node)}`"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memflow_site import hook_client
+from memflow_site import hook_session
 from tests.memflow_site.helpers import MEMFLOW, free_port
 
 SUMMARY_LINE = {
@@ -51,11 +51,11 @@ def test_the_latest_summary_is_read_and_lines_that_do_not_parse_are_skipped(tmp_
         + summary_line("second compaction")
         + '{"type": "user", "isCompactSummary": tru'  # cut mid-write
     )
-    assert hook_client.compaction_summary(str(transcript)) == "second compaction"
+    assert hook_session.compaction_summary(str(transcript)) == "second compaction"
     transcript.write_text("{not json\n" * 5)
-    assert hook_client.compaction_summary(str(transcript)) is None
-    assert hook_client.compaction_summary(str(tmp_path / "missing.jsonl")) is None
-    assert hook_client.compaction_summary(str(tmp_path)) is None  # a directory
+    assert hook_session.compaction_summary(str(transcript)) is None
+    assert hook_session.compaction_summary(str(tmp_path / "missing.jsonl")) is None
+    assert hook_session.compaction_summary(str(tmp_path)) is None  # a directory
 
 
 def test_a_summary_reaches_the_next_hook_once(home: Path, tmp_path: Path):
@@ -64,22 +64,22 @@ def test_a_summary_reaches_the_next_hook_once(home: Path, tmp_path: Path):
     base = {"session_id": "cc-1", "transcript_path": str(transcript)}
 
     start = {**base, "source": "compact"}
-    hook_client.attach_compaction(start)
+    hook_session.attach_compaction(start)
     assert "compaction" not in start  # not written yet when this hook runs
     early = dict(base)
-    hook_client.attach_compaction(early)
+    hook_session.attach_compaction(early)
     assert "compaction" not in early  # only the older one there: still waiting
 
     with transcript.open("a") as handle:
         handle.write(summary_line("what the session did"))
     other = {"session_id": "cc-2", "transcript_path": str(transcript)}
-    hook_client.attach_compaction(other)
+    hook_session.attach_compaction(other)
     assert "compaction" not in other  # another session's hook leaves it
     later = dict(base)
-    hook_client.attach_compaction(later)
+    hook_session.attach_compaction(later)
     assert later["compaction"] == "what the session did"
     again = dict(base)
-    hook_client.attach_compaction(again)
+    hook_session.attach_compaction(again)
     assert "compaction" not in again
 
 
@@ -89,7 +89,7 @@ def test_the_mcp_server_is_found_by_this_memflows_url_in_claude_codes_settings(
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     config = {"url": "http://127.0.0.1:8000"}
-    assert hook_client.mcp_server_name(str(project), config) is None
+    assert hook_session.mcp_server_name(str(project), config) is None
 
     # `claude mcp add` (local scope) under another name: found by its URL.
     state = {
@@ -103,18 +103,18 @@ def test_the_mcp_server_is_found_by_this_memflows_url_in_claude_codes_settings(
         }
     }
     (home / ".claude.json").write_text(json.dumps(state))
-    assert hook_client.mcp_server_name(str(project), config) == "mem"
+    assert hook_session.mcp_server_name(str(project), config) == "mem"
 
     # The project's .mcp.json, a server named memflow at another address.
     (home / ".claude.json").write_text("{}")
     (project / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"memflow": {"type": "http", "url": "https://m.example/mcp"}}})
     )
-    assert hook_client.mcp_server_name(str(project), config) == "memflow"
+    assert hook_session.mcp_server_name(str(project), config) == "memflow"
 
     monkeypatch.setenv("MEMFLOW_MCP", "off")
-    assert hook_client.mcp_server_name(str(project), config) is None
-    tools = hook_client.memflow_tools(str(project), {**config, "workspace": "w"})
+    assert hook_session.mcp_server_name(str(project), config) is None
+    tools = hook_session.memflow_tools(str(project), {**config, "workspace": "w"})
     assert tools["mcp"] is None and tools["cli_workspace"] is True
 
 
