@@ -236,7 +236,10 @@ def test_pre_compact_shows_each_active_note_as_a_placeholder(client, acme, bob):
     handoffs = [b for b in answer["blocks"] if b["name"].startswith("flowctx:handoff")]
     assert len(handoffs) == 2
     assert handoffs[0]["text"].startswith('<flowctx-handoff-note node="d0-1-20" turns="1-20"')
-    assert "/sessions/long-1/summaries/d0-1-20/" in handoffs[0]["text"]
+    # How to read it in full: a command the model can run (no MCP server here).
+    assert (
+        "memflow retrieve --workspace acme --session long-1 --node d0-1-20" in (handoffs[0]["text"])
+    )
     # After the compaction the harness restarts the session: the notes come back.
     again = hook(client, "session-start", source="compact")
     assert [b["name"] for b in again["blocks"] if b["name"].startswith("flowctx:handoff")] == [
