@@ -26,9 +26,9 @@ from contexts.hooks import (
     register_provider,
     register_starter,
 )
+from contexts.knobs import knob
 from contexts.models import SessionEvent, Workspace
 from memories import core, rendering, selectors, services
-from memories.conf import memory_setting
 from memories.embeddings import Embedder, Kind
 from memories.models import InjectionEvent, Memory
 
@@ -109,7 +109,7 @@ def _per_turn_query(ctx: HookContext) -> str | None:
 
 
 def protocol_block(ctx: HookContext) -> Block | None:
-    if not ctx.constant or not ctx.setting("recall_protocol", True):
+    if not ctx.constant or not knob(ctx.workspace, "recall_protocol"):
         return None
     return Block(name="memflow:protocol", order=40, text=PROTOCOL)
 
@@ -134,7 +134,7 @@ def restore_block(ctx: HookContext) -> Block | None:
         return None
     now = timezone.now()
     pack = selectors.session_pack(
-        workspace=ctx.workspace, minutes=int(ctx.setting("restore_minutes", 180)), now=now
+        workspace=ctx.workspace, minutes=int(knob(ctx.workspace, "restore_minutes")), now=now
     )
     if not pack.trail and not pack.conclusions:
         return None
@@ -170,7 +170,7 @@ def lessons_block(ctx: HookContext) -> Block | None:
     hits = selectors.memory_recall(
         workspace=ctx.workspace,
         query=query,
-        k=int(ctx.setting("hook_lessons", 2)),
+        k=int(knob(ctx.workspace, "hook_lessons")),
         filters=selectors.MemoryFilters(compartment="lessons"),
         vector=_prompt_vector(ctx, query),
         vector_model=_embedder(ctx).model_id,
@@ -179,7 +179,9 @@ def lessons_block(ctx: HookContext) -> Block | None:
         return None
     now = timezone.now()
     body, ids = rendering.recall_block(
-        [h.memory for h in hits], now=now, budget_chars=int(ctx.setting("hook_lessons_chars", 800))
+        [h.memory for h in hits],
+        now=now,
+        budget_chars=int(knob(ctx.workspace, "hook_lessons_chars")),
     )
     if not body:
         return None
@@ -196,7 +198,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
     result = selectors.memory_recall(
         workspace=ctx.workspace,
         query=query,
-        k=int(ctx.setting("hook_recall_k", 12)),
+        k=int(knob(ctx.workspace, "hook_recall_k")),
         filters=selectors.MemoryFilters(exclude_compartments=["lessons"]),
         vector=lambda: _prompt_vector(ctx, query),
         vector_model=_embedder(ctx).model_id,
@@ -213,7 +215,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
     memories = [h.memory for h in result.hits]
     blocks = []
     body, block_ids = rendering.recall_block(
-        memories, now=now, budget_chars=int(ctx.setting("hook_recall_chars", 2500))
+        memories, now=now, budget_chars=int(knob(ctx.workspace, "hook_recall_chars"))
     )
     if body:
         blocks.append(
@@ -226,7 +228,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         )
     rest = [m for m in memories if m.pk not in set(block_ids)]
     index, index_ids = rendering.index_block(
-        rest, now=now, budget_chars=int(ctx.setting("hook_index_chars", 1200))
+        rest, now=now, budget_chars=int(knob(ctx.workspace, "hook_index_chars"))
     )
     if index:
         blocks.append(
@@ -258,7 +260,7 @@ def store_compaction(ctx: HookContext) -> None:
     services.memory_remember(
         workspace=ctx.workspace,
         item=services.RememberInput(
-            text=summary.strip()[: int(memory_setting(ctx.workspace, "max_text_chars"))],
+            text=summary.strip()[: int(knob(ctx.workspace, "max_text_chars"))],
             compartment="context",
             source="hook",
             app=ctx.app,

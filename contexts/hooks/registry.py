@@ -91,10 +91,6 @@ class HookContext:
     # Work shared between capabilities within one call (e.g. the prompt's embedding).
     cache: dict[str, Any] = field(default_factory=dict)
 
-    def setting(self, name: str, default: Any) -> Any:
-        value = (self.workspace.settings or {}).get(name)
-        return default if value is None else value
-
 
 # (workspace, prompt, cache): begin work that providers will need, before the
 # session's bookkeeping, leaving it in what becomes `HookContext.cache`.
