@@ -55,6 +55,8 @@ class Knob:
     # Knobs with side effects (the embedder re-embeds) are changed on a page of
     # their own; `changed_at` says where, in words.
     changed_at: str = ""
+    # What 0 means, for numbers where it turns something off ("off", "kept for good").
+    zero_means: str = ""
 
     @property
     def editable(self) -> bool:
@@ -109,6 +111,8 @@ class Knob:
         """A value of this knob as a person reads it: "20,000 characters", "on", "English"."""
         if self.choices:
             return dict(self.choices).get(value, str(value))
+        if self.zero_means and value == 0 and self.kind in ("int", "float"):
+            return self.zero_means
         text = human(value)
         return f"{text} {self.unit}" if self.unit and self.kind in ("int", "float") else text
 

@@ -348,9 +348,9 @@ def _knob_sections(workspace: Workspace, form: WorkspaceSettingsForm) -> list[di
 
 
 def _refused(form: WorkspaceSettingsForm) -> str:
-    labels = [form.fields[name].label for name in form.errors if name in form.fields]
-    many = "values are" if len(labels) != 1 else "value is"
-    return f"Nothing was saved: {len(labels)} {many} not usable ({', '.join(map(str, labels))}); see below."
+    count = sum(1 for name in form.errors if name in form.fields)
+    many = "values are" if count != 1 else "value is"
+    return f"Nothing was saved: {count} {many} not usable; see the settings marked below."
 
 
 def _saved(changed: list[str]) -> str:

@@ -222,6 +222,7 @@ register_knobs(
                 unit="days",
                 minimum=0,
                 maximum=36_500,
+                zero_means="kept for good",
             )
             for tier, days, what in (
                 ("facts", 90, "a fact"),

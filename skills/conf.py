@@ -23,7 +23,16 @@ register_group(
 )
 
 
-def _count(name: str, group: str, default: int, label: str, help: str, unit: str, top: int) -> Knob:
+def _count(
+    name: str,
+    group: str,
+    default: int,
+    label: str,
+    help: str,
+    unit: str,
+    top: int,
+    zero_means: str = "",
+) -> Knob:
     return Knob(
         name=name,
         group=group,
@@ -34,6 +43,7 @@ def _count(name: str, group: str, default: int, label: str, help: str, unit: str
         unit=unit,
         minimum=0,
         maximum=top,
+        zero_means=zero_means,
     )
 
 
@@ -85,6 +95,7 @@ register_knobs(
             "A turn with more tool calls than this qualifies; 0 turns this trigger off.",
             "tool calls",
             1000,
+            zero_means="off",
         ),
         _switch(
             "skills_trigger_error_fix",
@@ -108,6 +119,7 @@ register_knobs(
             "A turn that ran longer than this qualifies; 0 turns this trigger off.",
             "seconds",
             86_400,
+            zero_means="off",
         ),
         _cosine(
             "skills_dedupe_cosine",

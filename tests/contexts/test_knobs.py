@@ -100,3 +100,9 @@ def test_refusals_name_the_knob_in_words():
         knob_spec("projection").clean(1)
     with pytest.raises(Invalid, match="one of auto, confirm, off"):
         knob_spec("skills_generation").clean("sometimes")
+
+
+def test_a_zero_that_turns_something_off_says_so():
+    assert knob_spec("archive_ttl_preferences_days").shown(0) == "kept for good"
+    assert knob_spec("archive_ttl_facts_days").shown(90) == "90 days"
+    assert knob_spec("skills_trigger_seconds").shown(0) == "off"
