@@ -203,9 +203,9 @@ register_knobs(
             group="core",
             kind="int",
             default=2584,
-            label="Core memory size",
-            help="The most characters the workspace's MEMORY document holds; lines beyond it "
-            "must be moved to the archive first.",
+            label="Core memory size when created",
+            help="The most characters a new MEMORY document holds; once it exists, its own "
+            "limit is changed on the Core page (or `char_limit` in the API).",
             unit="characters",
             minimum=200,
             maximum=100_000,

@@ -75,7 +75,7 @@ register_knobs(
             label="History per note",
             help="A note is written once this much unfolded history has gathered.",
             unit="tokens",
-            minimum=500,
+            minimum=50,
             maximum=10_000_000,
         ),
         Knob(
@@ -127,7 +127,7 @@ register_knobs(
             label="Scratchpad size",
             help="The most characters a scratchpad holds.",
             unit="characters",
-            minimum=100,
+            minimum=20,
             maximum=1_000_000,
         ),
     ]
