@@ -92,7 +92,8 @@ def test_a_refusal_says_why_in_words_and_keeps_what_was_typed(acme, alice, as_us
 def test_the_embedder_is_shown_but_not_edited_here(acme, alice, as_user):
     html = as_user(alice).get("/w/acme/settings/").content.decode()
     row = _row(html, "embedder")
-    assert "Embedding model" in row and "English (MiniLM)" in row and "the Embedder page" in row
+    assert "Embedding model" in row and "English (MiniLM)" in row and "not changed here" in row
+    assert "changed on the Embedder page, which re-embeds" in row
     response = as_user(alice).post("/w/acme/settings/", {"action": "settings", "embedder": "x"})
     acme.refresh_from_db()
     assert "embedder" not in acme.settings and response.status_code == 302
