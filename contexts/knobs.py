@@ -114,7 +114,9 @@ class Knob:
         if self.zero_means and value == 0 and self.kind in ("int", "float"):
             return self.zero_means
         text = human(value)
-        return f"{text} {self.unit}" if self.unit and self.kind in ("int", "float") else text
+        if not self.unit or self.kind not in ("int", "float"):
+            return text
+        return f"{text} {_singular(self.unit) if value == 1 else self.unit}"
 
     def bounds(self) -> str:
         """The range a number may take, in words ("" for other kinds)."""
@@ -159,6 +161,13 @@ def human(value: Any) -> str:
             return f"{int(rounded):,}"
         return f"{rounded:,f}".rstrip("0").rstrip(".")
     return str(value)
+
+
+def _singular(unit: str) -> str:
+    """The unit of one: "1 memory", "1 level" (units are declared in the plural)."""
+    if unit.endswith("ies"):
+        return unit[:-3] + "y"
+    return unit[:-1] if unit.endswith("s") else unit
 
 
 _groups: dict[str, KnobGroup] = {}

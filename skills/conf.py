@@ -139,9 +139,11 @@ register_knobs(
             "skills-evolution",
             5,
             "Rewrite after",
-            "Uses with feedback since the skill's last version before it is rewritten.",
+            "Uses with feedback since the skill's last version before it is rewritten; 0 never "
+            "rewrites.",
             "uses",
             1000,
+            zero_means="never",
         ),
         _switch(
             "skills_curator",
@@ -156,18 +158,20 @@ register_knobs(
             "skills-evolution",
             30,
             "Stale after",
-            "Days without use after which the curator marks a skill stale.",
+            "Days without use after which the curator marks a skill stale; 0: never.",
             "days",
             3650,
+            zero_means="never",
         ),
         _count(
             "skills_archive_days",
             "skills-evolution",
             90,
             "Archive after",
-            "Days without use after which the curator archives a skill.",
+            "Days without use after which the curator archives a skill; 0: never.",
             "days",
             3650,
+            zero_means="never",
         ),
         _cosine(
             "skills_merge_cosine",
@@ -180,9 +184,10 @@ register_knobs(
             "skills-evolution",
             100,
             "Most skills kept",
-            "Beyond this, the curator archives the least used skills.",
+            "Beyond this, the curator archives the least used skills; 0: no cap.",
             "skills",
             10_000,
+            zero_means="no cap",
         ),
     ]
 )

@@ -106,3 +106,10 @@ def test_a_zero_that_turns_something_off_says_so():
     assert knob_spec("archive_ttl_preferences_days").shown(0) == "kept for good"
     assert knob_spec("archive_ttl_facts_days").shown(90) == "90 days"
     assert knob_spec("skills_trigger_seconds").shown(0) == "off"
+    assert knob_spec("skills_max").shown(0) == "no cap"
+
+
+def test_one_of_a_unit_is_said_in_the_singular():
+    assert knob_spec("hook_recall_k").shown(1) == "1 memory"
+    assert knob_spec("summary_max_depth").shown(1) == "1 level"
+    assert knob_spec("skills_trigger_tool_calls").shown(1) == "1 tool call"
