@@ -5,10 +5,7 @@ tuning constants, which are the same for every workspace.
 
 from __future__ import annotations
 
-from typing import Any
-
-from contexts.knobs import Knob, knob, register_group, register_knobs
-from contexts.models import Workspace
+from contexts.knobs import Knob, register_group, register_knobs
 
 register_group(
     "recall-hooks",
@@ -233,11 +230,6 @@ register_knobs(
         ],
     ]
 )
-
-
-def memory_setting(workspace: Workspace, name: str) -> Any:
-    """`contexts.knobs.knob`, under the name memories/selectors.py and services.py still use."""
-    return knob(workspace, name)
 
 
 # Dedupe gates per embedding model. Cosine alone never decides: a fold also

@@ -18,8 +18,8 @@ SOURCES = [
     for p in (ROOT / app).rglob("*.py")
     if "migrations" not in p.parts
 ]
-# A literal knob name handed to a reader: knob(ws, "name"), memory_setting(ws, "name").
-READ = re.compile(r"\b(?:knob|memory_setting|knob_spec)\(\s*(?:[\w.]+,\s*)?\"(\w+)\"")
+# A literal knob name handed to the reader: knob(ws, "name"), knob_spec("name").
+READ = re.compile(r"\b(?:knob|knob_spec)\(\s*(?:[\w.]+,\s*)?\"(\w+)\"")
 # Keys of `Workspace.settings` read by hand, bypassing the reader.
 RAW = re.compile(r"\.settings or \{\}\)\.get\(\s*(?:[\w.]*KEY|\"(\w+)\")")
 # Workspace state with services of its own (resolver options, mutes, project roots), and
