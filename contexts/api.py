@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contexts import dashboard_selectors as dash_selectors
-from contexts import selectors, services
+from contexts import knobs, selectors, services
 from contexts.api_base import WorkspaceApiView, request_key
 from contexts.auth import request_user
 from contexts.errors import Forbidden
@@ -62,24 +62,47 @@ class WorkspaceListCreateApi(APIView):
         )
 
 
+class WorkspaceDetailOutput(WorkspaceOutput):
+    settings = serializers.DictField(help_text="Every knob's value in force, by name.")
+
+
+def _workspace_detail_json(workspace: Workspace, role: str | None) -> dict[str, Any]:
+    return {
+        **_workspace_json(workspace, role),
+        "settings": {k.name: k.value_in(workspace) for k in knobs.registered_knobs()},
+    }
+
+
 class WorkspaceDetailApi(WorkspaceApiView):
     method_access = {"PATCH": Access.ADMIN, "DELETE": Access.ADMIN}
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200, required=False)
+        settings = serializers.DictField(
+            required=False,
+            help_text="Knobs to change, by name; null puts one back to its default. "
+            "Refused as a whole (400, `unknown_setting` or `invalid_setting`, naming the "
+            "`setting`) if any is unknown, of the wrong type or out of bounds.",
+        )
 
-    @extend_schema(operation_id="workspace_get", responses=WorkspaceOutput)
+    @extend_schema(operation_id="workspace_get", responses=WorkspaceDetailOutput)
     def get(self, request: Request, slug: str) -> Response:
-        return Response(_workspace_json(self.workspace, self.membership.role))
+        return Response(_workspace_detail_json(self.workspace, self.membership.role))
 
     @extend_schema(
-        operation_id="workspace_update", request=InputSerializer, responses=WorkspaceOutput
+        operation_id="workspace_update", request=InputSerializer, responses=WorkspaceDetailOutput
     )
     def patch(self, request: Request, slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        workspace = services.workspace_update(workspace=self.workspace, **data.validated_data)
-        return Response(_workspace_json(workspace, self.membership.role))
+        values = dict(data.validated_data)
+        changes = values.pop("settings", None)
+        if changes is not None:
+            knobs.workspace_settings_clean(changes)  # refuse before anything is written
+        workspace = services.workspace_update(workspace=self.workspace, **values)
+        if changes is not None:
+            knobs.workspace_settings_update(workspace=workspace, values=changes)
+        return Response(_workspace_detail_json(workspace, self.membership.role))
 
     @extend_schema(operation_id="workspace_delete", responses={204: None})
     def delete(self, request: Request, slug: str) -> Response:

@@ -4,8 +4,9 @@ from typing import Any
 
 from django import forms
 
-from contexts.dashboard_services import Knob
 from contexts.declarations import ENV_PREFIX
+from contexts.errors import Invalid
+from contexts.knobs import Knob, human
 from contexts.models import ApiKey, Membership
 
 
@@ -102,7 +103,52 @@ class AssemblyPreviewForm(forms.Form):
         return env
 
 
-_TRI_STATE = [("", "default"), ("on", "on"), ("off", "off")]
+def _number(knob: Knob, raw: str) -> float | int:
+    """What a person typed, read as a number: "20,000", "20 000" and "2e4" all work."""
+    text = raw.strip().replace(",", "").replace("_", "").replace(" ", "").replace("\u202f", "")
+    try:
+        return int(text) if text.lstrip("+-").isdigit() else float(text)
+    except ValueError:
+        raise forms.ValidationError(
+            f"{knob.label} takes {knob.expected()}; “{raw.strip()}” is not a number."
+        ) from None
+
+
+class KnobField(forms.Field):
+    """One knob as a form field; refusals carry the registry's words."""
+
+    def __init__(self, knob: Knob, **kwargs: Any) -> None:
+        self.knob = knob
+        widget: forms.Widget
+        if knob.kind in ("bool", "choice"):
+            shown = dict(knob.choices).get(knob.default, human(knob.default))
+            options = knob.choices or (("on", "on"), ("off", "off"))
+            widget = forms.Select(choices=[("", f"default ({shown})"), *options])
+        else:
+            widget = forms.TextInput(
+                attrs={
+                    "inputmode": "numeric" if knob.kind == "int" else "decimal",
+                    "placeholder": f"default: {human(knob.default)}",
+                    "size": 12,
+                    "autocomplete": "off",
+                }
+            )
+        super().__init__(required=False, widget=widget, label=knob.label, **kwargs)
+
+    def to_python(self, value: Any) -> Any:
+        raw = "" if value is None else str(value).strip()
+        if not raw:
+            return None
+        if self.knob.kind == "bool":
+            typed: Any = {"on": True, "off": False}.get(raw, raw)
+        elif self.knob.kind in ("choice", "text"):
+            typed = raw
+        else:
+            typed = _number(self.knob, raw)
+        try:
+            return self.knob.clean(typed)
+        except Invalid as exc:
+            raise forms.ValidationError(exc.detail) from None
 
 
 class WorkspaceSettingsForm(forms.Form):
@@ -112,45 +158,18 @@ class WorkspaceSettingsForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.knobs = [k for k in knobs if k.editable]
         for knob in self.knobs:
-            default = (
-                ("on" if knob.default else "off") if knob.kind == "bool" else f"{knob.default:.4g}"
-            )
-            help_text = f"{knob.help} Default: {default}.".strip()
-            field: forms.Field
-            if knob.kind == "bool":
-                field = forms.ChoiceField(choices=_TRI_STATE, required=False)
-            elif knob.kind == "int":
-                field = forms.IntegerField(
-                    required=False,
-                    min_value=int(knob.minimum) if knob.minimum is not None else None,
-                    max_value=int(knob.maximum) if knob.maximum is not None else None,
-                )
-            else:
-                field = forms.FloatField(
-                    required=False, min_value=knob.minimum, max_value=knob.maximum
-                )
-                field.widget.attrs["step"] = "any"
-            field.label = knob.name
-            field.help_text = help_text
-            self.fields[knob.name] = field
+            self.fields[knob.name] = KnobField(knob)
 
     @staticmethod
-    def initial_for(knobs: list[Knob], settings: dict[str, Any]) -> dict[str, Any]:
-        initial: dict[str, Any] = {}
+    def initial_for(knobs: list[Knob], settings: dict[str, Any] | None) -> dict[str, str]:
+        """The stored values as a person reads them in the fields (20,000; on)."""
+        initial: dict[str, str] = {}
         for knob in knobs:
-            value = (settings or {}).get(knob.name)
-            if value is None:
-                continue
-            initial[knob.name] = ("on" if value else "off") if knob.kind == "bool" else value
+            value = knob.stored_in(settings)
+            if value is not None:
+                initial[knob.name] = value if knob.kind in ("choice", "text") else human(value)
         return initial
 
     def values(self) -> dict[str, Any]:
         """Knob name -> typed value, None for "back to the default"."""
-        values: dict[str, Any] = {}
-        for knob in self.knobs:
-            raw = self.cleaned_data.get(knob.name)
-            if knob.kind == "bool":
-                values[knob.name] = {"on": True, "off": False}.get(raw or "")
-            else:
-                values[knob.name] = raw
-        return values
+        return {knob.name: self.cleaned_data.get(knob.name) for knob in self.knobs}

@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from contexts import dashboard_selectors as dash_selectors
-from contexts import dashboard_services, selectors, services
+from contexts import knobs, selectors, services
 from contexts.auth import request_user
 from contexts.dashboard import (
     HtmxHttpRequest,
@@ -36,7 +36,7 @@ from contexts.forms import (
     WorkspaceForm,
     WorkspaceSettingsForm,
 )
-from contexts.models import Membership
+from contexts.models import Membership, Workspace
 from contexts.selectors import Access
 
 
@@ -328,12 +328,35 @@ def document_detail(request: HtmxHttpRequest, slug: str, document_id: int) -> Ht
 # --- settings -------------------------------------------------------------------------------
 
 
-def _shown(value: Any) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+def _knob_sections(workspace: Workspace, form: WorkspaceSettingsForm) -> list[dict[str, Any]]:
+    """The settings page's sections: one per capability, each knob with its words and values."""
+    sections = []
+    for group, members in knobs.knobs_grouped():
+        rows = [
+            {
+                "knob": k,
+                "field": form[k.name] if k.editable else None,
+                "in_force": k.shown(k.value_in(workspace)),
+                "is_set": k.is_set_in(workspace),
+                "default": k.shown(k.default),
+            }
+            for k in members
+        ]
+        if rows:
+            sections.append({"group": group, "rows": rows})
+    return sections
+
+
+def _refused(form: WorkspaceSettingsForm) -> str:
+    count = sum(1 for name in form.errors if name in form.fields)
+    many = "values are" if count != 1 else "value is"
+    return f"Nothing was saved: {count} {many} not usable; see the settings marked below."
+
+
+def _saved(changed: list[str]) -> str:
+    if not changed:
+        return "Nothing changed."
+    return "Saved: " + ", ".join(knobs.knob_spec(name).label for name in changed) + "."
 
 
 @login_required
@@ -341,10 +364,10 @@ def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
     if refused := not_allowed(request, "GET", "HEAD", "POST"):
         return refused
-    knobs = dashboard_services.workspace_knobs()
+    registered = knobs.registered_knobs()
     settings_form = WorkspaceSettingsForm(
-        knobs=knobs,
-        initial=WorkspaceSettingsForm.initial_for(knobs, workspace.settings),
+        knobs=registered,
+        initial=WorkspaceSettingsForm.initial_for(registered, workspace.settings),
     )
     member_form = MemberForm()
     status = 200
@@ -353,15 +376,15 @@ def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         action = request.POST.get("action")
         try:
             if action == "settings":
-                settings_form = WorkspaceSettingsForm(request.POST, knobs=knobs)
+                settings_form = WorkspaceSettingsForm(request.POST, knobs=registered)
                 if not settings_form.is_valid():
-                    raise Invalid("Some values are not usable; see below.")
-                changed = dashboard_services.workspace_settings_update(
+                    raise Invalid(_refused(settings_form))
+                changed = knobs.workspace_settings_update(
                     workspace=workspace, values=settings_form.values()
                 )
                 messages.success(
                     request,
-                    f"Saved: {', '.join(changed)}." if changed else "Nothing changed.",
+                    _saved(changed),
                 )
                 return redirect("workspace-settings", slug=workspace.slug)
             if action == "member-set":
@@ -393,12 +416,7 @@ def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     context = {
         "workspace": workspace,
         "membership": membership,
-        "knob_rows": [
-            (settings_form[k.name], _shown(k.value_in(workspace)), k.is_set_in(workspace))
-            for k in knobs
-            if k.editable
-        ],
-        "read_only_knobs": [(k, _shown(k.value_in(workspace))) for k in knobs if not k.editable],
+        "sections": _knob_sections(workspace, settings_form),
         "settings_form": settings_form,
         "member_form": member_form,
         "roles": Membership.Role.choices,

@@ -14,11 +14,11 @@ from rest_framework.response import Response
 
 from contexts.api_base import WorkspaceApiView
 from contexts.auth import request_user
+from contexts.knobs import knob
 from contexts.models import AgentSession
 from contexts.selectors import Access
 from contexts.services import agent_session_get_or_create
 from memories import rendering, selectors, services
-from memories.conf import memory_setting
 from memories.decay import retention
 from memories.models import DedupeEvent, InjectionEvent, Memory
 
@@ -77,7 +77,7 @@ def memory_json(
                 access_count=memory.access_count,
                 source=memory.source,
                 now=now,
-                base_tau_days=float(memory_setting(memory.workspace, "decay_tau_days")),
+                base_tau_days=float(knob(memory.workspace, "decay_tau_days")),
             ),
             4,
         ),

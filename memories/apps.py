@@ -10,9 +10,7 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from django.db.backends.signals import connection_created
 
-        from contexts.knobs import register_knobs
-        from memories import conf, hooks, selectors
+        from memories import conf, hooks, selectors  # noqa: F401  (conf registers the knobs)
 
         hooks.register()
-        register_knobs("Memory", conf.DEFAULTS, order=10)
         connection_created.connect(selectors.search_settings_apply, dispatch_uid="memories.search")

@@ -23,6 +23,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contexts.errors import Conflict, Invalid, MemflowError, NotFound
+from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
 from contexts.secrets import find_secret
 from memories.models import CoreMemory, CoreRevision, Memory
@@ -36,13 +37,12 @@ LABELS: dict[str, str] = {"user": "USER", "memory": "MEMORY"}
 RULE = "═" * 46
 
 ARCHIVE_CATEGORIES = ("facts", "preferences", "methods", "lessons")
-# Days an archived line lives, by value tier; None never expires (per
-# workspace: settings["archive_ttl_days"]).
-DEFAULT_ARCHIVE_TTL_DAYS: dict[str, int | None] = {
-    "facts": 90,
-    "preferences": None,
-    "methods": 365,
-    "lessons": None,
+# The knob holding the days an archived line lives, per value tier (0: never expires).
+ARCHIVE_TTL_KNOBS: dict[str, str] = {
+    "facts": "archive_ttl_facts_days",
+    "preferences": "archive_ttl_preferences_days",
+    "methods": "archive_ttl_methods_days",
+    "lessons": "archive_ttl_lessons_days",
 }
 
 
@@ -148,9 +148,7 @@ def _owner_filter(scope: str, *, user: User | None, workspace: Workspace) -> dic
 
 def _default_limit(scope: str, workspace: Workspace) -> int:
     if scope == CoreMemory.Scope.WORKSPACE:
-        configured = (workspace.settings or {}).get("core_memory_chars")
-        if configured:
-            return int(configured)
+        return int(knob(workspace, "core_memory_chars"))
     return DEFAULT_LIMITS[scope]
 
 
@@ -551,11 +549,8 @@ def injected_block_text(
 
 
 def archive_ttl_days(workspace: Workspace, category: str) -> int | None:
-    configured = (workspace.settings or {}).get("archive_ttl_days") or {}
-    if category in configured:
-        value = configured[category]
-        return None if value in (None, 0) else int(value)
-    return DEFAULT_ARCHIVE_TTL_DAYS[category]
+    days = int(knob(workspace, ARCHIVE_TTL_KNOBS[category]))
+    return days or None
 
 
 def core_move_to_archive(

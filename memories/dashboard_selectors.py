@@ -16,8 +16,8 @@ from django.db.models import Count, FloatField, Max, Min, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import TruncDate
 
+from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
-from memories.conf import memory_setting
 from memories.decay import retention_sql
 from memories.models import InjectionEvent, Memory
 from memories.selectors import Hit, MemoryFilters, memory_list
@@ -214,7 +214,7 @@ def memory_browse(
     if sort == "retention":
         # The decay formula in SQL, so the order holds across pages (an ORM
         # query names the row by its table).
-        tau = float(memory_setting(workspace, "decay_tau_days"))
+        tau = float(knob(workspace, "decay_tau_days"))
         expression = RawSQL(
             retention_sql(alias=Memory._meta.db_table), (now, tau), output_field=FloatField()
         )

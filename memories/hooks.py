@@ -28,9 +28,9 @@ from contexts.hooks import (
     register_provider,
     register_starter,
 )
+from contexts.knobs import knob
 from contexts.models import SessionEvent, Workspace
 from memories import core, rendering, selectors, services
-from memories.conf import memory_setting
 from memories.embeddings import Embedder, Kind
 from memories.models import InjectionEvent, Memory
 
@@ -129,7 +129,7 @@ def index_note(tools: Tools) -> str:
 
 
 def protocol_block(ctx: HookContext) -> Block | None:
-    if not ctx.constant or not ctx.setting("recall_protocol", True):
+    if not ctx.constant or not knob(ctx.workspace, "recall_protocol"):
         return None
     return Block(name="memflow:protocol", order=40, text=protocol_text(ctx.callable))
 
@@ -169,7 +169,7 @@ def restore_block(ctx: HookContext) -> Block | None:
         return None
     now = timezone.now()
     pack = selectors.session_pack(
-        workspace=ctx.workspace, minutes=int(ctx.setting("restore_minutes", 180)), now=now
+        workspace=ctx.workspace, minutes=int(knob(ctx.workspace, "restore_minutes")), now=now
     )
     # A resumed session has what it was given: only what is new since.
     trail, conclusions = _unseen(ctx, pack.trail), _unseen(ctx, pack.conclusions)
@@ -216,7 +216,7 @@ def lessons_block(ctx: HookContext) -> Block | None:
         workspace=ctx.workspace, compartment="lessons", valid_to__isnull=True
     ).exists():
         return None
-    k = int(ctx.setting("hook_lessons", 2))
+    k = int(knob(ctx.workspace, "hook_lessons"))
     hits = selectors.memory_recall(
         workspace=ctx.workspace,
         query=query,
@@ -230,7 +230,7 @@ def lessons_block(ctx: HookContext) -> Block | None:
         return None
     now = timezone.now()
     body, ids = rendering.recall_block(
-        memories, now=now, budget_chars=int(ctx.setting("hook_lessons_chars", 800))
+        memories, now=now, budget_chars=int(knob(ctx.workspace, "hook_lessons_chars"))
     )
     if not body:
         return None
@@ -244,7 +244,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
     if query is None:
         return []
     now = timezone.now()
-    k = int(ctx.setting("hook_recall_k", 12))
+    k = int(knob(ctx.workspace, "hook_recall_k"))
     result = selectors.memory_recall(
         workspace=ctx.workspace,
         query=query,
@@ -265,7 +265,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
     memories = _unseen(ctx, [h.memory for h in result.hits])[:k]
     blocks = []
     body, block_ids = rendering.recall_block(
-        memories, now=now, budget_chars=int(ctx.setting("hook_recall_chars", 2500))
+        memories, now=now, budget_chars=int(knob(ctx.workspace, "hook_recall_chars"))
     )
     if body:
         blocks.append(
@@ -278,7 +278,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         )
     rest = [m for m in memories if m.pk not in set(block_ids)]
     index, index_ids = rendering.index_block(
-        rest, now=now, budget_chars=int(ctx.setting("hook_index_chars", 1200))
+        rest, now=now, budget_chars=int(knob(ctx.workspace, "hook_index_chars"))
     )
     if index:
         blocks.append(
@@ -318,7 +318,7 @@ def store_compaction(ctx: HookContext) -> None:
     result = services.memory_remember(
         workspace=ctx.workspace,
         item=services.RememberInput(
-            text=summary.strip()[: int(memory_setting(ctx.workspace, "max_text_chars"))],
+            text=summary.strip()[: int(knob(ctx.workspace, "max_text_chars"))],
             compartment="context",
             source="hook",
             app=ctx.app,

@@ -9,9 +9,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from contexts.errors import MemflowError
+from contexts.knobs import knob
 from contexts.models import Workspace
 from memories import embeddings, services
-from memories.conf import memory_setting
 from memories.models import WorkspaceEmbedder
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def reembed_resume_all() -> int:
             started += 1
     jobs = {job.workspace_id: job for job in WorkspaceEmbedder.objects.all()}
     for workspace in Workspace.objects.all():
-        requested = str(memory_setting(workspace, "embedder"))
+        requested = str(knob(workspace, "embedder"))
         row = jobs.get(workspace.pk)
         serving = row.backend if row else embeddings.DEFAULT_BACKEND
         underway = row.target_backend if row else ""

@@ -27,10 +27,10 @@ from contexts.dashboard import (
 )
 from contexts.errors import MemflowError
 from contexts.flowctx import selectors as flowctx_selectors
+from contexts.knobs import knob
 from contexts.selectors import Access
 from memories import core, embeddings, rendering, selectors, services, session_log
 from memories import dashboard_selectors as memory_dash
-from memories.conf import memory_setting
 from memories.decay import retention
 from memories.forms import (
     SORTS,
@@ -207,7 +207,7 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
         memory = selectors.memory_get(workspace=workspace, memory_id=memory_id)
     except MemflowError:
         raise Http404("No such memory.") from None
-    tau = float(memory_setting(workspace, "decay_tau_days"))
+    tau = float(knob(workspace, "decay_tau_days"))
     now = timezone.now()
     context = {
         "workspace": workspace,

@@ -8,8 +8,6 @@ class SkillsConfig(AppConfig):
     verbose_name = "Skills"
 
     def ready(self) -> None:
-        from contexts.knobs import register_knobs
-        from skills import conf, hooks
+        from skills import conf, hooks  # noqa: F401  (conf registers the knobs)
 
         hooks.register()
-        register_knobs("Skills", conf.DEFAULTS, order=30)

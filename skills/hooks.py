@@ -16,8 +16,8 @@ from typing import Any
 
 from contexts.errors import NotFound
 from contexts.hooks import Block, HookContext, register_observer, register_provider
+from contexts.knobs import knob
 from skills import generator, selectors, services, tasks
-from skills.conf import skill_setting
 from skills.models import SkillProposal
 
 logger = logging.getLogger(__name__)
@@ -30,10 +30,10 @@ _SKILL_INPUT_KEYS = ("skill", "name", "skill_name", "command")
 def trigger_settings(ctx: HookContext) -> generator.TriggerSettings:
     workspace = ctx.workspace
     return generator.TriggerSettings(
-        tool_calls=int(skill_setting(workspace, "skills_trigger_tool_calls")),
-        error_fix=bool(skill_setting(workspace, "skills_trigger_error_fix")),
-        corrections=bool(skill_setting(workspace, "skills_trigger_corrections")),
-        seconds=int(skill_setting(workspace, "skills_trigger_seconds")),
+        tool_calls=int(knob(workspace, "skills_trigger_tool_calls")),
+        error_fix=bool(knob(workspace, "skills_trigger_error_fix")),
+        corrections=bool(knob(workspace, "skills_trigger_corrections")),
+        seconds=int(knob(workspace, "skills_trigger_seconds")),
     )
 
 
@@ -41,8 +41,8 @@ def review_turn(ctx: HookContext) -> None:
     if ctx.delegation_depth > 0:
         return  # a sub-agent's turn belongs to its parent's
     workspace = ctx.workspace
-    mode = skill_setting(workspace, "skills_generation")
-    if mode != "auto" and not skill_setting(workspace, "skills_nudges"):
+    mode = knob(workspace, "skills_generation")
+    if mode != "auto" and not knob(workspace, "skills_nudges"):
         return  # nothing would come of a proposal
     turn = max(ctx.session.turns, 1)
     trajectory = selectors.turn_trajectory(session=ctx.session, turn=turn)

@@ -15,8 +15,8 @@ from pgvector.django import CosineDistance
 
 from contexts.errors import Invalid, NotFound
 from contexts.flowctx.notes import note_events
+from contexts.knobs import knob
 from contexts.models import AgentSession, SessionEvent, Workspace
-from skills.conf import skill_setting
 from skills.folder import SkillFile
 from skills.generator import Trajectory
 from skills.models import Nudge, Skill, SkillEvent, SkillProposal, SkillUse, SkillVersion
@@ -106,9 +106,9 @@ def skill_events(
 def skill_optimize_due(*, skill: Skill) -> bool:
     """Whether the skill has enough uses with feedback since its last version."""
     workspace = skill.workspace if skill.workspace_id else None
-    if not skill_setting(workspace, "skills_optimization"):
+    if not knob(workspace, "skills_optimization"):
         return False
-    needed = int(skill_setting(workspace, "skills_optimize_after"))
+    needed = int(knob(workspace, "skills_optimize_after"))
     # Uses index: skilluse_feedback_idx.
     rated = SkillUse.objects.filter(skill=skill, version=skill.version).exclude(feedback="")
     return needed > 0 and rated.count() >= needed

@@ -24,8 +24,8 @@ from contexts.api_base import WorkspaceApiView
 from contexts.auth import request_user
 from contexts.errors import Invalid
 from contexts.flowctx import selectors, services, tasks
-from contexts.flowctx.conf import flowctx_setting
 from contexts.flowctx.originals import original_response
+from contexts.knobs import knob
 from contexts.models import CompressionRef, Scratchpad, SummaryNode
 from contexts.services import agent_session_get_or_create
 
@@ -240,9 +240,9 @@ def scratchpad_json(pad: Scratchpad, workspace: Any) -> dict[str, Any]:
     return {
         "text": pad.text,
         "chars_current": len(pad.text),
-        "chars_limit": int(flowctx_setting(workspace, "scratchpad_max_chars")),
+        "chars_limit": int(knob(workspace, "scratchpad_max_chars")),
         "version": pad.version,
-        "enabled": bool(flowctx_setting(workspace, "scratchpad")),
+        "enabled": bool(knob(workspace, "scratchpad")),
     }
 
 

@@ -25,9 +25,9 @@ from typing import Any
 from django.db.models import Max, Sum
 
 from contexts.flowctx import selectors, services, tasks
-from contexts.flowctx.conf import flowctx_setting
 from contexts.flowctx.projection import estimate_tokens
 from contexts.hooks import Block, HookContext, inert, register_observer, register_provider
+from contexts.knobs import knob
 from contexts.models import SessionEvent, SummaryNode
 
 logger = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ def whole_output(payload: dict[str, Any]) -> tuple[bytes | None, int | None, str
 
 def projection_block(ctx: HookContext) -> Block | None:
     workspace = ctx.workspace
-    if not flowctx_setting(workspace, "projection"):
+    if not knob(workspace, "projection"):
         return None
     text, exit_code = tool_result_of(ctx.payload)
     whole, whole_size, why_not = whole_output(ctx.payload)
@@ -132,7 +132,7 @@ def projection_block(ctx: HookContext) -> Block | None:
         stderr = response.get("stderr") if isinstance(response, dict) else None
         content = whole + (b"\n" + stderr.encode("utf-8", "surrogatepass") if stderr else b"")
         text = content.decode("utf-8", errors="replace")
-    threshold = int(flowctx_setting(workspace, "projection_threshold_tokens"))
+    threshold = int(knob(workspace, "projection_threshold_tokens"))
     if not text or estimate_tokens(text) <= threshold:
         return None
     tool_name = inert(str(ctx.payload.get("tool_name") or ctx.payload.get("tool") or "")[:200])
@@ -191,7 +191,7 @@ def projection_block(ctx: HookContext) -> Block | None:
 
 
 def scratchpad_block(ctx: HookContext) -> Block | None:
-    if ctx.muted or not flowctx_setting(ctx.workspace, "scratchpad"):
+    if ctx.muted or not knob(ctx.workspace, "scratchpad"):
         return None
     ctx.session.workspace = ctx.workspace
     return Block(
@@ -207,7 +207,7 @@ def scratchpad_block(ctx: HookContext) -> Block | None:
 def fold_due(ctx: HookContext) -> bool:
     """Whether unfolded history (before the kept turns) reaches a leaf's size."""
     session = ctx.session
-    keep = int(flowctx_setting(ctx.workspace, "summary_keep_turns"))
+    keep = int(knob(ctx.workspace, "summary_keep_turns"))
     covered = SummaryNode.objects.filter(session=session).aggregate(end=Max("end_turn"))["end"] or 0
     unfolded = (
         SessionEvent.objects.filter(
@@ -217,11 +217,11 @@ def fold_due(ctx: HookContext) -> bool:
         .aggregate(total=Sum("tokens"))["total"]
         or 0
     )
-    return unfolded >= int(flowctx_setting(ctx.workspace, "summary_leaf_tokens"))
+    return unfolded >= int(knob(ctx.workspace, "summary_leaf_tokens"))
 
 
 def fold_observer(ctx: HookContext) -> None:
-    if not flowctx_setting(ctx.workspace, "summaries") or ctx.delegation_depth > 0:
+    if not knob(ctx.workspace, "summaries") or ctx.delegation_depth > 0:
         return
     force = ctx.event == "pre-compact"
     if force or fold_due(ctx):
@@ -236,7 +236,7 @@ def fold_observer(ctx: HookContext) -> None:
 def handoff_blocks(ctx: HookContext) -> list[Block]:
     if ctx.event == "session-start" and ctx.payload.get("source") not in ("compact", "resume"):
         return []
-    if not flowctx_setting(ctx.workspace, "summaries"):
+    if not knob(ctx.workspace, "summaries"):
         return []
     nodes = selectors.summaries_active(session=ctx.session)
     return [

@@ -8,8 +8,8 @@ from datetime import datetime
 from django.utils import timezone
 
 from contexts.errors import Invalid, NotFound
-from contexts.flowctx.conf import flowctx_setting
 from contexts.hooks import inert
+from contexts.knobs import knob
 from contexts.models import AgentSession, CompressionRef, Scratchpad, SummaryNode, Workspace
 
 # Long enough that a model quoting a shortened hash still names one original.
@@ -86,7 +86,7 @@ def scratchpad_get(*, session: AgentSession) -> Scratchpad:
 
 def scratchpad_render(*, session: AgentSession, pad: Scratchpad | None = None) -> str:
     pad = pad or scratchpad_get(session=session)
-    limit = int(flowctx_setting(session.workspace, "scratchpad_max_chars"))
+    limit = int(knob(session.workspace, "scratchpad_max_chars"))
     return (
         f'<working_memory chars_current="{len(pad.text)}" chars_limit="{limit}">\n'
         f"{inert(pad.text)}\n</working_memory>"

@@ -19,11 +19,11 @@ from django.utils import timezone
 
 from contexts.errors import Invalid, NotFound
 from contexts.flowctx import planning
-from contexts.flowctx.conf import flowctx_setting
 from contexts.flowctx.llm import LlmConfig
 from contexts.flowctx.notes import NoteEvent, note_build, note_events
 from contexts.flowctx.originals import content_type_clean
 from contexts.flowctx.projection import Projection, project
+from contexts.knobs import knob
 from contexts.models import (
     AgentSession,
     CompressionRef,
@@ -112,11 +112,11 @@ def compression_store(
     now = now or timezone.now()
     sha = hashlib.sha256(content).hexdigest()
     text = content.decode("utf-8", errors="replace")
-    budget = int(budget_tokens or flowctx_setting(workspace, "projection_threshold_tokens"))
+    budget = int(budget_tokens or knob(workspace, "projection_threshold_tokens"))
     projection = project(
         text, budget_tokens=budget, tool_name=tool_name or None, exit_code=exit_code
     )
-    expires = now + timedelta(days=float(flowctx_setting(workspace, "compression_ttl_days")))
+    expires = now + timedelta(days=float(knob(workspace, "compression_ttl_days")))
     ref = _ref_upsert(
         workspace=workspace,
         sha=sha,
@@ -184,7 +184,7 @@ def scratchpad_edit(*, session: AgentSession, op: str, text: str, old_text: str 
         raise Invalid(
             f"Unknown operation {op!r}; use one of {', '.join(SCRATCHPAD_OPS)}.", code="invalid_op"
         )
-    limit = int(flowctx_setting(session.workspace, "scratchpad_max_chars"))
+    limit = int(knob(session.workspace, "scratchpad_max_chars"))
     with transaction.atomic():
         pad, _ = Scratchpad.objects.select_for_update().get_or_create(session=session)
         if op == "append":
@@ -286,10 +286,10 @@ def summaries_fold(
     workspace = session.workspace
     build = builder or _default_builder(workspace)
     settings = planning.FoldSettings(
-        leaf_tokens=int(flowctx_setting(workspace, "summary_leaf_tokens")),
-        keep_turns=int(flowctx_setting(workspace, "summary_keep_turns")),
-        fanout=int(flowctx_setting(workspace, "summary_condense_fanout")),
-        max_depth=int(flowctx_setting(workspace, "summary_max_depth")),
+        leaf_tokens=int(knob(workspace, "summary_leaf_tokens")),
+        keep_turns=int(knob(workspace, "summary_keep_turns")),
+        fanout=int(knob(workspace, "summary_condense_fanout")),
+        max_depth=int(knob(workspace, "summary_max_depth")),
     )
     written: list[SummaryNode] = []
     turns = session_turn_tokens(session=session)

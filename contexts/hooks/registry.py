@@ -179,10 +179,6 @@ class HookContext:
         """How the model can call memflow in this session."""
         return self.tools or Tools(workspace=self.workspace.slug, session=self.session.external_id)
 
-    def setting(self, name: str, default: Any) -> Any:
-        value = (self.workspace.settings or {}).get(name)
-        return default if value is None else value
-
 
 # (workspace, prompt, cache): begin work that providers will need, before the
 # session's bookkeeping, leaving it in what becomes `HookContext.cache`.

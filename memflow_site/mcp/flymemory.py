@@ -22,6 +22,7 @@ from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
 from contexts.errors import Invalid
+from contexts.knobs import knob
 from contexts.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 from memflow_site.porting.flymemory import split_tags
@@ -39,7 +40,6 @@ from memories.api import (
     memory_json,
     remember_json,
 )
-from memories.conf import memory_setting
 from memories.models import InjectionEvent, Memory
 
 _OUTCOME_LABELS = {"created": "NEW", "strengthened": "STRENGTHENED", "merged": "MERGED"}
@@ -595,8 +595,8 @@ async def flymemory_cleanup(
             CleanupApi.InputSerializer, {"dry_run": dry_run}
         ).validated_data
         report = services.memory_cleanup(workspace=call.workspace, dry_run=data["dry_run"])
-        plain = memory_setting(call.workspace, "cleanup_threshold")
-        valuable = memory_setting(call.workspace, "cleanup_threshold_valuable")
+        plain = knob(call.workspace, "cleanup_threshold")
+        valuable = knob(call.workspace, "cleanup_threshold_valuable")
         remaining = Memory.objects.filter(workspace=call.workspace).count()
         if report.dry_run:
             head = f"Would remove {len(report.candidates)} decayed memories."

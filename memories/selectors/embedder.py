@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from contexts.db import bound_rows
+from contexts.knobs import knob
 from contexts.models import Workspace
 from memories import embeddings
-from memories.conf import memory_setting
 from memories.embeddings import Embedder
 from memories.models import Memory, WorkspaceEmbedder
 
@@ -68,7 +68,7 @@ def workspace_embedder_status(
     """
     row = WorkspaceEmbedder.objects.filter(workspace=workspace).first()
     status = EmbedderStatus(
-        requested=str(memory_setting(workspace, "embedder")),
+        requested=str(knob(workspace, "embedder")),
         serving=row.backend if row else embeddings.DEFAULT_BACKEND,
         target=row.target_backend if row else "",
         done=row.done if row else 0,

@@ -10,8 +10,9 @@ from django.db import connection
 from django.utils import timezone
 
 from contexts.fairness import heavy_read
+from contexts.knobs import knob
 from contexts.models import Workspace
-from memories.conf import conflict_cosine, memory_setting
+from memories.conf import conflict_cosine
 from memories.decay import retention_sql
 from memories.models import Memory
 from memories.selectors.embedder import embedder_for
@@ -84,7 +85,7 @@ def memory_fading(
 ) -> list[tuple[Memory, float]]:
     """High-value entries (the model's or imported) whose retention is falling below `below`."""
     now = now or timezone.now()
-    tau = float(memory_setting(workspace, "decay_tau_days"))
+    tau = float(knob(workspace, "decay_tau_days"))
     # Raw SQL: the retention formula evaluated by the database, so that only
     # the fading rows travel.
     sql = f"""
@@ -106,9 +107,9 @@ def memory_fading(
 
 def memory_below_retention(*, workspace: Workspace, now: datetime) -> list[tuple[int, float, str]]:
     """Cleanup candidates: (id, retention, source) under the workspace's thresholds, or expired."""
-    tau = float(memory_setting(workspace, "decay_tau_days"))
-    plain = float(memory_setting(workspace, "cleanup_threshold"))
-    valuable = float(memory_setting(workspace, "cleanup_threshold_valuable"))
+    tau = float(knob(workspace, "decay_tau_days"))
+    plain = float(knob(workspace, "cleanup_threshold"))
+    valuable = float(knob(workspace, "cleanup_threshold_valuable"))
     expr = retention_sql("%(now)s", "%(tau)s")
     # Raw SQL: as in memory_fading.
     sql = f"""

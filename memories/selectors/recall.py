@@ -13,9 +13,9 @@ import numpy as np
 from django.utils import timezone
 
 from contexts.db import bound_rows
+from contexts.knobs import knob
 from contexts.models import Workspace
 from memories import embeddings, lexical
-from memories.conf import memory_setting
 from memories.decay import retention
 from memories.models import Memory
 from memories.selectors.bm25 import (
@@ -258,7 +258,7 @@ def _weighed(
     arms: str,
 ) -> list[Hit]:
     """The top `k` candidates once weighted by retention, as hits with their entries."""
-    tau = float(memory_setting(workspace, "decay_tau_days"))
+    tau = float(knob(workspace, "decay_tau_days"))
     weighed = []
     for s in fusion.candidates[: max(k * 3, k)]:
         entry = seen[s.id]

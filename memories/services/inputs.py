@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from contexts.errors import Invalid, MemflowError
+from contexts.knobs import knob
 from contexts.models import Workspace
 from contexts.secrets import find_secret, find_secret_in_json
-from memories.conf import memory_setting
 from memories.models import DedupeEvent, Memory
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def memory_validate(*, workspace: Workspace, item: RememberInput) -> RememberInp
         raise Invalid("A memory needs some text.", code="empty_text")
     if "\x00" in text:
         raise Invalid("Memory text cannot contain NUL characters.", code="invalid_text")
-    limit = int(memory_setting(workspace, "max_text_chars"))
+    limit = int(knob(workspace, "max_text_chars"))
     if len(text) > limit:
         raise TextTooLong(
             f"The text has {len(text)} characters; this workspace takes at most {limit}."

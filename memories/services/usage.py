@@ -10,9 +10,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
 from memories import rendering, selectors
-from memories.conf import memory_setting
 from memories.models import InjectionEvent, Memory
 from memories.services.writes import _workspace_lock
 
@@ -122,10 +122,10 @@ def memory_recall_answer(
             for hit in result.hits
         ]
     elif mode == "index":
-        budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_index_chars"))
+        budget = values.get("budget_chars") or int(knob(workspace, "recall_index_chars"))
         body["block"], ids = rendering.index_block(memories, now=now, budget_chars=budget)
     else:
-        budget = values.get("budget_chars") or int(memory_setting(workspace, "recall_block_chars"))
+        budget = values.get("budget_chars") or int(knob(workspace, "recall_block_chars"))
         body["block"], ids = rendering.recall_block(memories, now=now, budget_chars=budget)
     body["ids"] = ids
     memory_rehearse(ids=ids, now=now, workspace=workspace)

@@ -12,9 +12,9 @@ from django.db.models import Q
 
 from contexts.errors import Conflict
 from contexts.flowctx.llm import LlmConfig
+from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
 from skills import generator, selectors
-from skills.conf import skill_setting
 from skills.generator import Draft, Trajectory, Trigger
 from skills.models import (
     Nudge,
@@ -91,7 +91,7 @@ def proposal_create(
     confirmation and, unless nudges are off, the next prompt carries a nudge.
     """
     now = _now(now)
-    mode = str(skill_setting(workspace, "skills_generation"))
+    mode = str(knob(workspace, "skills_generation"))
     if mode not in ("auto", "confirm", "off"):
         mode = "auto"
     with transaction.atomic():
@@ -120,7 +120,7 @@ def proposal_create(
             session=session,
             data={"triggers": proposal.triggers, "mode": mode, "turn": trajectory.turn},
         )
-        if mode != "auto" and skill_setting(workspace, "skills_nudges"):
+        if mode != "auto" and knob(workspace, "skills_nudges"):
             Nudge.objects.create(
                 workspace=workspace,
                 session=session,
@@ -217,7 +217,7 @@ def skill_learn(
     now = _now(now)
     vector = skill_vectors([(draft.name, draft.description)])[0]
     similar = selectors.skill_similar(workspace=workspace, user=user, vector=vector)
-    threshold = float(skill_setting(workspace, "skills_dedupe_cosine"))
+    threshold = float(knob(workspace, "skills_dedupe_cosine"))
     data = {"builder": builder, "origin": origin}
     if similar is not None and similar[1] >= threshold:
         existing, cosine = similar

@@ -11,9 +11,9 @@ from django.db import transaction
 from django.db.models import F
 
 from contexts.flowctx.llm import LlmConfig
+from contexts.knobs import knob
 from contexts.models import Workspace
 from skills import generator, selectors
-from skills.conf import skill_setting
 from skills.generator import Feedback
 from skills.models import (
     Skill,
@@ -133,10 +133,10 @@ def skills_curate(
     """
     now = _now(now)
     report = CurateReport()
-    if not skill_setting(workspace, "skills_curator"):
+    if not knob(workspace, "skills_curator"):
         return report
-    stale_days = int(skill_setting(workspace, "skills_stale_days"))
-    archive_days = int(skill_setting(workspace, "skills_archive_days"))
+    stale_days = int(knob(workspace, "skills_stale_days"))
+    archive_days = int(knob(workspace, "skills_archive_days"))
     scope = _scope_filter(workspace=workspace, owner=owner)
     # Uses index: skill_curator_idx.
     live = list(
@@ -178,11 +178,11 @@ def skills_curate(
     live = [s for s in live if s.status != Skill.Status.ARCHIVED]
     live = _merge_duplicates(
         live,
-        threshold=float(skill_setting(workspace, "skills_merge_cosine")),
+        threshold=float(knob(workspace, "skills_merge_cosine")),
         now=now,
         report=report,
     )
-    limit = int(skill_setting(workspace, "skills_max"))
+    limit = int(knob(workspace, "skills_max"))
     if limit > 0 and len(live) > limit:
         ranked = sorted(
             live,

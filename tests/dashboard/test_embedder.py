@@ -39,7 +39,7 @@ def test_the_settings_page_points_to_it(acme, alice, as_user):
     assert (
         "<h2>Embedder</h2>" in panel and f'href="{URL}">The Embedder page: choose another' in panel
     )
-    row = html.split("<code>embedder</code>")[1].split("</tr>")[0]
+    row = html.split('id="knob-embedder"')[1].split("</tr>")[0]
     assert "not changed here" in row and f'href="{URL}"' in row
 
 

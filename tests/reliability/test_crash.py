@@ -33,10 +33,10 @@ import pytest
 from django.conf import settings
 
 from contexts.flowctx import planning
-from contexts.flowctx.conf import flowctx_setting
 from contexts.flowctx.notes import SECTIONS, note_sections
 from contexts.flowctx.services import session_turn_tokens
 from contexts.flowctx.tasks import summaries_enqueue
+from contexts.knobs import knob
 from contexts.models import AgentSession, SummaryNode
 from memflow_site.porting.ledger import BATCH
 from memories.models import Memory
@@ -243,10 +243,10 @@ def worker(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[Any]]:
 def fold_settings(session: AgentSession) -> planning.FoldSettings:
     workspace = session.workspace
     return planning.FoldSettings(
-        leaf_tokens=int(flowctx_setting(workspace, "summary_leaf_tokens")),
-        keep_turns=int(flowctx_setting(workspace, "summary_keep_turns")),
-        fanout=int(flowctx_setting(workspace, "summary_condense_fanout")),
-        max_depth=int(flowctx_setting(workspace, "summary_max_depth")),
+        leaf_tokens=int(knob(workspace, "summary_leaf_tokens")),
+        keep_turns=int(knob(workspace, "summary_keep_turns")),
+        fanout=int(knob(workspace, "summary_condense_fanout")),
+        max_depth=int(knob(workspace, "summary_max_depth")),
     )
 
 
