@@ -466,7 +466,7 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     )
     if http is not None:
         say(
-            f"memflow: UserPromptSubmit, Stop, PreCompact and SessionEnd post to {http.url} "
+            f"memflow: UserPromptSubmit, Stop and PreCompact post to {http.url} "
             "(http hooks, the key from $MEMFLOW_API_KEY); the others run `memflow hook`."
         )
     elif not (args.dsh or args.shared or args.command_hooks):

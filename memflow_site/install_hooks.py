@@ -20,7 +20,7 @@ Which kind, for Claude Code: where the agent's disk is not needed, an
 `"type": "http"` hook, which Claude Code posts to memflow itself (no process
 starts); a command hook where it is — SessionStart resolves the directory's
 declared files, PostToolUse reads the file Claude Code saved a cut tool
-output to. The http hooks carry the key as `$MEMFLOW_API_KEY`, which Claude
+output to (and SessionEnd, see COMMAND_EVENTS). The http hooks carry the key as `$MEMFLOW_API_KEY`, which Claude
 Code fills from its environment (the hook's `allowedEnvVars`), never written
 into the file. `--shared` and `--command-hooks` write commands only.
 
@@ -61,13 +61,18 @@ HOOK_TIMEOUT_SECONDS = 10
 # The portable form: no path of this machine in it.
 SHARED_COMMAND = "command -v memflow >/dev/null 2>&1 || exit 0; exec memflow"
 
-# The events whose hook needs the agent's own disk (declared files, a cut
-# tool output's file); Claude Code also refuses http hooks on SessionStart.
-COMMAND_EVENTS = frozenset({"session-start", "post-tool-use", "post-tool-use-failure"})
+# Commands where the hook needs the agent's own disk (declared files, a cut
+# tool output's file; Claude Code also refuses http hooks on SessionStart),
+# and for SessionEnd: Claude Code reports a failed http hook itself, and at
+# exit that is a line on the terminal when the server is down. SessionEnd
+# costs no turn any time, so it keeps the command, which is silent then.
+COMMAND_EVENTS = frozenset(
+    {"session-start", "post-tool-use", "post-tool-use-failure", "session-end"}
+)
 HTTP_PATH = "/api/v1/hooks/claude-code"
 KEY_VARIABLE = "MEMFLOW_API_KEY"
-# Claude Code's wait for an http hook that only records (Stop, PreCompact,
-# SessionEnd): the server records it even once Claude Code stopped waiting,
+# Claude Code's wait for an http hook that only records (Stop, PreCompact):
+# the server records it even once Claude Code stopped waiting,
 # so a hung server costs these little. A prompt's recall gets the budget.
 RECORD_TIMEOUT_SECONDS = 0.5
 MCP_SERVER_NAME = "memflow"
