@@ -120,6 +120,8 @@ def build_payload(event: str, raw: dict[str, Any], config: dict[str, Any]) -> di
 
 def local_assembly(cwd: str, env: dict[str, str], payload: dict[str, Any]) -> dict[str, Any] | None:
     """The directory's declaration resolved on this machine, or None when none applies."""
+    if not env and not _declared_above(cwd):
+        return None  # the resolver's imports cost a session start ~50 ms for nothing
     try:
         import socket
 
@@ -139,6 +141,18 @@ def local_assembly(cwd: str, env: dict[str, str], payload: dict[str, Any]) -> di
         return None  # nothing declared here: the server may hold the declaration
     result: dict[str, Any] = assembly.to_json()
     return result
+
+
+# Where a directory declares its context (contexts.declarations.config's default).
+DECLARATION_FILE = Path(".dsh") / "context.yaml"
+
+
+def _declared_above(cwd: str) -> bool:
+    """Whether `cwd` or a directory above it holds a declaration file."""
+    with contextlib.suppress(OSError, RuntimeError):
+        path = Path(cwd).resolve()
+        return any((d / DECLARATION_FILE).is_file() for d in (path, *path.parents))
+    return True  # cannot tell: let the resolver look
 
 
 def _seconds(value: Any, default: float) -> float:

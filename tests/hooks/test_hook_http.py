@@ -99,3 +99,19 @@ def test_a_server_that_never_answers_runs_out_of_time():
             )
     finally:
         listener.close()
+
+
+def test_a_session_start_sends_the_declaration_above_it_and_nothing_without_one(tmp_path):
+    from memflow_site.hook_client import build_payload
+
+    project = tmp_path / "project"
+    (project / ".dsh").mkdir(parents=True)
+    (project / ".dsh" / "context.yaml").write_text("systemPrompt: [PROTOCOL.md]\n")
+    (project / "PROTOCOL.md").write_text("Write things down.\n")
+    (project / "src").mkdir()
+    bare = tmp_path / "bare"
+    bare.mkdir()
+
+    declared = build_payload("session-start", {"cwd": str(project / "src")}, {})
+    assert "Write things down." in str(declared["context"])
+    assert "context" not in build_payload("session-start", {"cwd": str(bare)}, {})
