@@ -448,11 +448,11 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     # The committed file gets a command without this machine's paths in it.
     command = install_hooks.SHARED_COMMAND if args.shared else install_hooks.memflow_command()
     config = hook_client.load_config()
-    http, why = None, "--shared, dsh and --command-hooks install commands only"
-    if not (args.shared or args.dsh or args.command_hooks):
+    http, why = None, "--shared and --command-hooks install commands only"
+    if not (args.shared or args.command_hooks):
         project = None if args.user else Path.cwd()
         http, why = install_hooks.http_target(config, project_dir=project)
-    if args.mcp and (args.dsh or args.user):
+    if args.mcp and args.user:
         raise CommandError("--mcp writes a project's .mcp.json: use it with --project or --shared.")
     merged = install_hooks.merge_hooks({}, command, http)
     if args.print:
@@ -469,10 +469,10 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
             f"memflow: UserPromptSubmit, Stop and PreCompact post to {http.url} "
             "(http hooks, the key from $MEMFLOW_API_KEY); the others run `memflow hook`."
         )
-    elif not (args.dsh or args.shared or args.command_hooks):
+    elif not (args.shared or args.command_hooks):
         say(f"memflow: every hook runs `memflow hook`: {why}.")
     if args.mcp:
-        _install_mcp(config)
+        _install_mcp(config, lean=args.mcp == "lean")
     if not (args.dsh or args.user or args.shared):
         # This clone's own file, with this machine's path in it: it must stay out of git.
         if install_hooks.git_ignores(path) is False:
@@ -489,17 +489,17 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _install_mcp(config: dict[str, Any]) -> None:
+def _install_mcp(config: dict[str, Any], *, lean: bool) -> None:
     from memflow_site import install_hooks
 
     mcp_json = Path.cwd() / ".mcp.json"
     install_hooks.write_json(
-        mcp_json, install_hooks.merge_mcp(install_hooks.read_json(mcp_json), config)
+        mcp_json, install_hooks.merge_mcp(install_hooks.read_json(mcp_json), config, lean=lean)
     )
     local = install_hooks.claude_settings_path(user=False, project_dir=Path.cwd())
     install_hooks.write_json(local, install_hooks.approve_mcp(install_hooks.read_json(local)))
     say(
-        f"memflow: MCP server {install_hooks.mcp_url(config)} written to {mcp_json} (the key "
+        f"memflow: MCP server {install_hooks.mcp_url(config, lean=lean)} written to {mcp_json} (the key "
         f"from $MEMFLOW_API_KEY) and approved for this clone in {local}."
     )
 
@@ -726,8 +726,11 @@ def build_parser() -> argparse.ArgumentParser:
             )
             inst.add_argument(
                 "--mcp",
-                action="store_true",
-                help="also add memflow's MCP server to the project's .mcp.json",
+                nargs="?",
+                const="full",
+                choices=["full", "lean"],
+                help="also add memflow's MCP server to the project's .mcp.json "
+                "(lean: only recall, get, remember, supersede and retrieve)",
             )
             inst.add_argument(
                 "--command-hooks",

@@ -217,20 +217,24 @@ def installed(settings: dict[str, Any]) -> dict[str, str]:
 # --- the MCP server -------------------------------------------------------------------------
 
 
-def mcp_url(config: dict[str, Any]) -> str:
+def mcp_url(config: dict[str, Any], *, lean: bool = False) -> str:
     query = {"app": str(config.get("app") or "claude-code")}
     if config.get("workspace"):
         query = {"workspace": str(config["workspace"]), **query}
+    if lean:
+        query["tools"] = "lean"
     return f"{str(config['url']).rstrip('/')}/mcp/?{urllib.parse.urlencode(query)}"
 
 
-def merge_mcp(mcp_json: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def merge_mcp(
+    mcp_json: dict[str, Any], config: dict[str, Any], *, lean: bool = False
+) -> dict[str, Any]:
     """The project's `.mcp.json` with memflow's server; the key stays in the environment."""
     merged = json.loads(json.dumps(mcp_json))
     servers = merged.setdefault("mcpServers", {})
     servers[MCP_SERVER_NAME] = {
         "type": "http",
-        "url": mcp_url(config),
+        "url": mcp_url(config, lean=lean),
         "headers": {"Authorization": f"Bearer ${{{KEY_VARIABLE}}}"},
     }
     return merged

@@ -107,6 +107,11 @@ def test_mcp_is_added_to_the_project_with_the_key_from_the_environment(tmp_path)
     assert local["enabledMcpjsonServers"] == ["memflow"]
     assert KEY not in (tmp_path / ".mcp.json").read_text()
     assert ".mcp.json" in done.stderr
+    install(tmp_path, "install-hooks", "--mcp", "lean", **CLIENT, MEMFLOW_API_KEY=KEY)
+    lean = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["memflow"]
+    assert lean["url"].endswith("&app=claude-code&tools=lean")
+    local = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
+    assert local["enabledMcpjsonServers"] == ["memflow"]  # once, however often installed
     refused = subprocess.run(
         [MEMFLOW, "install-hooks", "--user", "--mcp"],
         cwd=tmp_path,
