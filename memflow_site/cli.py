@@ -441,22 +441,38 @@ def _hook_target(args: argparse.Namespace) -> Path:
 
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
-    from memflow_site import install_hooks
+    from memflow_site import hook_client, install_hooks
 
     if args.dsh:  # current dsh reads plugins, not hooks.json: memflow's bundle
         return install_hooks.dsh_install(Path(args.dsh), print_only=args.print, say=say)
     # The committed file gets a command without this machine's paths in it.
     command = install_hooks.SHARED_COMMAND if args.shared else install_hooks.memflow_command()
-    merged = install_hooks.merge_hooks({}, command)
+    config = hook_client.load_config()
+    http, why = None, "--shared and --command-hooks install commands only"
+    if not (args.shared or args.command_hooks):
+        project = None if args.user else Path.cwd()
+        http, why = install_hooks.http_target(config, project_dir=project)
+    if args.mcp and args.user:
+        raise CommandError("--mcp writes a project's .mcp.json: use it with --project or --shared.")
+    merged = install_hooks.merge_hooks({}, command, http)
     if args.print:
         print(json.dumps(merged, indent=2))
         return 0
     path = _hook_target(args)
     current = install_hooks.read_json(path)
-    install_hooks.write_json(path, install_hooks.merge_hooks(current, command))
+    install_hooks.write_json(path, install_hooks.merge_hooks(current, command, http))
     say(
         f"memflow hooks written to {path}. Set MEMFLOW_URL, MEMFLOW_API_KEY (and MEMFLOW_WORKSPACE) for the harness."
     )
+    if http is not None:
+        say(
+            f"memflow: UserPromptSubmit, Stop and PreCompact post to {http.url} "
+            "(http hooks, the key from $MEMFLOW_API_KEY); the others run `memflow hook`."
+        )
+    elif not (args.shared or args.command_hooks):
+        say(f"memflow: every hook runs `memflow hook`: {why}.")
+    if args.mcp:
+        _install_mcp(config, lean=args.mcp == "lean")
     if not (args.dsh or args.user or args.shared):
         # This clone's own file, with this machine's path in it: it must stay out of git.
         if install_hooks.git_ignores(path) is False:
@@ -471,6 +487,21 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
                 "remove them with `memflow uninstall-hooks --claude-code --shared`."
             )
     return 0
+
+
+def _install_mcp(config: dict[str, Any], *, lean: bool) -> None:
+    from memflow_site import install_hooks
+
+    mcp_json = Path.cwd() / ".mcp.json"
+    install_hooks.write_json(
+        mcp_json, install_hooks.merge_mcp(install_hooks.read_json(mcp_json), config, lean=lean)
+    )
+    local = install_hooks.claude_settings_path(user=False, project_dir=Path.cwd())
+    install_hooks.write_json(local, install_hooks.approve_mcp(install_hooks.read_json(local)))
+    say(
+        f"memflow: MCP server {install_hooks.mcp_url(config, lean=lean)} written to {mcp_json} (the key "
+        f"from $MEMFLOW_API_KEY) and approved for this clone in {local}."
+    )
 
 
 def cmd_uninstall_hooks(args: argparse.Namespace) -> int:
@@ -692,6 +723,19 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "install-hooks":
             inst.add_argument(
                 "--print", action="store_true", help="print the hooks JSON instead of writing it"
+            )
+            inst.add_argument(
+                "--mcp",
+                nargs="?",
+                const="full",
+                choices=["full", "lean"],
+                help="also add memflow's MCP server to the project's .mcp.json "
+                "(lean: only recall, get, remember, supersede and retrieve)",
+            )
+            inst.add_argument(
+                "--command-hooks",
+                action="store_true",
+                help="every hook as a `memflow hook` command (no http hooks)",
             )
         inst.set_defaults(func=func)
 

@@ -10,25 +10,20 @@ slow server, an error answer, bad input — it prints nothing on stdout and
 exits 0, within a total budget (`MEMFLOW_HOOK_TIMEOUT`). A server that let
 a hook run out of time is skipped for a while (a small state file), so a
 hung server costs one budget per turn, not one per hook. Standard library
-only, so it starts fast.
+only, and only what a hook needs imported at start (the rest where it is
+used), so it starts fast.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
-import http.client
 import json
 import os
 import signal
 import stat
 import sys
-import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +120,8 @@ def build_payload(event: str, raw: dict[str, Any], config: dict[str, Any]) -> di
 
 def local_assembly(cwd: str, env: dict[str, str], payload: dict[str, Any]) -> dict[str, Any] | None:
     """The directory's declaration resolved on this machine, or None when none applies."""
+    if not env and not _declared_above(cwd):
+        return None  # the resolver's imports cost a session start ~50 ms for nothing
     try:
         import socket
 
@@ -144,6 +141,18 @@ def local_assembly(cwd: str, env: dict[str, str], payload: dict[str, Any]) -> di
         return None  # nothing declared here: the server may hold the declaration
     result: dict[str, Any] = assembly.to_json()
     return result
+
+
+# Where a directory declares its context (contexts.declarations.config's default).
+DECLARATION_FILE = Path(".dsh") / "context.yaml"
+
+
+def _declared_above(cwd: str) -> bool:
+    """Whether `cwd` or a directory above it holds a declaration file."""
+    with contextlib.suppress(OSError, RuntimeError):
+        path = Path(cwd).resolve()
+        return any((d / DECLARATION_FILE).is_file() for d in (path, *path.parents))
+    return True  # cannot tell: let the resolver look
 
 
 def _seconds(value: Any, default: float) -> float:
@@ -185,6 +194,8 @@ class Refused(Exception):
 
 def output_roots(payload: dict[str, Any]) -> list[Path]:
     """Where Claude Code writes a cut tool output: its config dir, the project, the temp dirs."""
+    import tempfile
+
     candidates = [
         os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude"),
         os.environ.get("CLAUDE_PROJECT_DIR") or "",
@@ -272,6 +283,9 @@ def attach_output(payload: dict[str, Any], cap: int) -> None:
     response = payload.get("tool_response")
     if not isinstance(response, dict) or "persistedOutputPath" not in response:
         return
+    import base64
+    import hashlib
+
     declared = response.get("persistedOutputSize")
     size = declared if isinstance(declared, int) and declared >= 0 else None
     try:
@@ -387,14 +401,6 @@ class ServerError(Exception):
         self.detail = detail
 
 
-def _connection(url: str, timeout: float) -> tuple[http.client.HTTPConnection, str]:
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"MEMFLOW_URL {url!r} is not an http(s) URL")
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    return kind(parts.hostname, parts.port, timeout=timeout), parts.path.rstrip("/")
-
-
 def exchange(
     config: dict[str, Any],
     method: str,
@@ -407,11 +413,50 @@ def exchange(
     """One HTTP exchange that never outlives `deadline` (time.monotonic()).
 
     The connection gets `connect_timeout`; every later wait gets what is left.
+    A malformed answer raises ValueError.
     """
-    left = deadline - time.monotonic()
-    if left <= 0:
+    url = str(config["url"])
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"MEMFLOW_URL {url!r} is not an http(s) URL")
+    if deadline - time.monotonic() <= 0:
         raise TimeoutError("no time left")
-    connection, prefix = _connection(str(config["url"]), min(connect_timeout, left))
+    headers = {"Authorization": f"Bearer {config.get('api_key', '')}"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    target = f"{parts.path.rstrip('/')}{path}"
+    if parts.scheme == "http":
+        from memflow_site import hook_http
+
+        return hook_http.request(
+            parts.hostname,
+            parts.port or 80,
+            method,
+            target,
+            headers,
+            body,
+            deadline=deadline,
+            connect_timeout=connect_timeout,
+        )
+    return _https_exchange(parts, method, target, headers, body, deadline, connect_timeout)
+
+
+def _https_exchange(
+    parts: urllib.parse.SplitResult,
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    deadline: float,
+    connect_timeout: float,
+) -> tuple[int, bytes]:
+    import http.client
+
+    assert parts.hostname is not None
+    left = deadline - time.monotonic()
+    connection = http.client.HTTPSConnection(
+        parts.hostname, parts.port, timeout=min(connect_timeout, left)
+    )
     try:
         connection.connect()
         left = deadline - time.monotonic()
@@ -419,12 +464,11 @@ def exchange(
             raise TimeoutError("no time left")
         if connection.sock is not None:
             connection.sock.settimeout(left)
-        headers = {"Authorization": f"Bearer {config.get('api_key', '')}"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        connection.request(method, f"{prefix}{path}", body=body, headers=headers)
+        connection.request(method, target, body=body, headers=headers)
         response = connection.getresponse()
         return response.status, response.read()
+    except http.client.HTTPException as exc:
+        raise ValueError(f"a broken answer: {exc}") from exc
     finally:
         connection.close()
 
@@ -514,7 +558,7 @@ def run(event_name: str, stdin: str, *, started: float | None = None) -> str:
     except ServerError as exc:
         warn(f"{url} answered {exc.status}: {exc.detail} (`memflow status` says more)")
         return ""
-    except (OSError, http.client.HTTPException, ValueError):
+    except (OSError, ValueError):
         return ""  # no server there (refused at once) or a broken answer: nothing to say
     fired_as = raw.get("hook_event_name")
     return harness_output(event, answer, fired_as if isinstance(fired_as, str) else "")
@@ -580,6 +624,9 @@ def parse_minutes(text: str) -> int:
 
 def mute(duration: str, *, for_user: bool) -> int:
     """`memflow mute 30m` / `memflow mute off`: ask the server, say what happened."""
+    import urllib.error
+    import urllib.request
+
     config = load_config()
     try:
         minutes = parse_minutes(duration)

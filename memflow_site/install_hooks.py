@@ -15,6 +15,17 @@ Where, for Claude Code:
 For dsh, which reads plugins rather than a hooks file: `--dsh PROFILE_DIR`
 adds memflow's bundle (integrations/dsh) with `dsh plugin --profile NAME
 add`, or says that line when dsh is not on PATH.
+
+Which kind, for Claude Code: where the agent's disk is not needed, an
+`"type": "http"` hook, which Claude Code posts to memflow itself (no process
+starts); a command hook where it is — SessionStart resolves the directory's
+declared files, PostToolUse reads the file Claude Code saved a cut tool
+output to (and SessionEnd, see COMMAND_EVENTS). The http hooks carry the key as `$MEMFLOW_API_KEY`, which Claude
+Code fills from its environment (the hook's `allowedEnvVars`), never written
+into the file. `--shared` and `--command-hooks` write commands only.
+
+`--mcp` adds memflow's MCP server as the project's `.mcp.json` (the key again
+as `${MEMFLOW_API_KEY}`), approved in `.claude/settings.local.json`.
 """
 
 from __future__ import annotations
@@ -25,11 +36,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memflow_site.hook_client import CLAUDE_HOOKS
+from memflow_site.hook_client import CLAUDE_HOOKS, hook_budget, project_root
 
 # Which Claude Code events memflow listens to, with the matcher each needs.
 MATCHERS: dict[str, str | None] = {
@@ -48,6 +61,65 @@ HOOK_TIMEOUT_SECONDS = 10
 # The portable form: no path of this machine in it.
 SHARED_COMMAND = "command -v memflow >/dev/null 2>&1 || exit 0; exec memflow"
 
+# Commands where the hook needs the agent's own disk (declared files, a cut
+# tool output's file; Claude Code also refuses http hooks on SessionStart),
+# and for SessionEnd: Claude Code reports a failed http hook itself, and at
+# exit that is a line on the terminal when the server is down. SessionEnd
+# costs no turn any time, so it keeps the command, which is silent then.
+COMMAND_EVENTS = frozenset(
+    {"session-start", "post-tool-use", "post-tool-use-failure", "session-end"}
+)
+HTTP_PATH = "/api/v1/hooks/claude-code"
+KEY_VARIABLE = "MEMFLOW_API_KEY"
+# Claude Code's wait for an http hook that only records (Stop, PreCompact):
+# the server records it even once Claude Code stopped waiting,
+# so a hung server costs these little. A prompt's recall gets the budget.
+RECORD_TIMEOUT_SECONDS = 0.5
+MCP_SERVER_NAME = "memflow"
+
+
+@dataclass(frozen=True)
+class HttpTarget:
+    """Where Claude Code's http hooks post: memflow's URL with the workspace in it."""
+
+    url: str
+    budget: float
+    query: dict[str, str] = field(default_factory=dict)
+
+    def hook(self, event: str) -> dict[str, Any]:
+        timeout = (
+            self.budget if event == "user-prompt" else min(self.budget, RECORD_TIMEOUT_SECONDS)
+        )
+        query = f"?{urllib.parse.urlencode(self.query)}" if self.query else ""
+        return {
+            "type": "http",
+            "url": f"{self.url.rstrip('/')}{HTTP_PATH}{query}",
+            "headers": {"Authorization": f"Bearer ${KEY_VARIABLE}"},
+            "allowedEnvVars": [KEY_VARIABLE],
+            "timeout": timeout,
+        }
+
+
+def http_target(
+    config: dict[str, Any], *, project_dir: Path | None
+) -> tuple[HttpTarget | None, str]:
+    """The http hooks' target for this configuration, or None and why commands are used."""
+    if not os.environ.get(KEY_VARIABLE):
+        return None, (
+            f"{KEY_VARIABLE} is not set here, and Claude Code's http hooks read the key from "
+            "the environment only"
+        )
+    query = {}
+    if config.get("workspace"):
+        query["workspace"] = str(config["workspace"])
+    elif project_dir is not None:
+        query["project_root"] = project_root(str(project_dir))
+    else:
+        return None, "no workspace is set (MEMFLOW_WORKSPACE) for hooks that serve every project"
+    if config.get("app"):
+        query["app"] = str(config["app"])
+    return HttpTarget(url=str(config["url"]), budget=hook_budget(config), query=query), ""
+
 
 def memflow_command() -> str:
     found = shutil.which("memflow")
@@ -65,32 +137,41 @@ def hook_event(hook: Any) -> str | None:
     return None
 
 
+def is_memflow_http_hook(hook: Any) -> bool:
+    url = hook.get("url") if isinstance(hook, dict) and hook.get("type") == "http" else None
+    return isinstance(url, str) and urllib.parse.urlsplit(url).path == HTTP_PATH
+
+
 def is_memflow_hook(hook: Any) -> bool:
-    return hook_event(hook) is not None
+    return hook_event(hook) is not None or is_memflow_http_hook(hook)
 
 
-def hooks_block(command: str) -> dict[str, list[dict[str, Any]]]:
+def hooks_block(command: str, http: HttpTarget | None = None) -> dict[str, list[dict[str, Any]]]:
+    """memflow's hooks: commands, or with `http` the mixed set (see the module's docstring)."""
     block: dict[str, list[dict[str, Any]]] = {}
     for event, claude_name in CLAUDE_HOOKS.items():
-        entry: dict[str, Any] = {
-            "hooks": [
-                {
-                    "type": "command",
-                    "command": f"{command} hook {event}",
-                    "timeout": HOOK_TIMEOUT_SECONDS,
-                }
-            ]
-        }
+        hook: dict[str, Any] = (
+            http.hook(event)
+            if http is not None and event not in COMMAND_EVENTS
+            else {
+                "type": "command",
+                "command": f"{command} hook {event}",
+                "timeout": HOOK_TIMEOUT_SECONDS,
+            }
+        )
+        entry: dict[str, Any] = {"hooks": [hook]}
         if MATCHERS[claude_name] is not None:
             entry["matcher"] = MATCHERS[claude_name]
         block[claude_name] = [entry]
     return block
 
 
-def merge_hooks(settings: dict[str, Any], command: str) -> dict[str, Any]:
+def merge_hooks(
+    settings: dict[str, Any], command: str, http: HttpTarget | None = None
+) -> dict[str, Any]:
     merged = remove_hooks(settings)
     hooks = merged.setdefault("hooks", {})
-    for claude_name, entries in hooks_block(command).items():
+    for claude_name, entries in hooks_block(command, http).items():
         hooks.setdefault(claude_name, []).extend(entries)
     return merged
 
@@ -120,15 +201,60 @@ def remove_hooks(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def installed(settings: dict[str, Any]) -> dict[str, str]:
-    """Claude Code event → the memflow command it runs, for the hooks `settings` holds."""
+    """Claude Code event → the memflow command it runs (or URL it posts to) in `settings`."""
     found: dict[str, str] = {}
     hooks = settings.get("hooks")
     for name, entries in hooks.items() if isinstance(hooks, dict) else []:
         for entry in entries if isinstance(entries, list) else []:
             for hook in entry.get("hooks", []) if isinstance(entry, dict) else []:
-                if is_memflow_hook(hook):
+                if hook_event(hook) is not None:
                     found[name] = hook["command"]
+                elif is_memflow_http_hook(hook):
+                    found[name] = f"POST {hook['url']}"
     return found
+
+
+# --- the MCP server -------------------------------------------------------------------------
+
+
+def mcp_url(config: dict[str, Any], *, lean: bool = False) -> str:
+    query = {"app": str(config.get("app") or "claude-code")}
+    if config.get("workspace"):
+        query = {"workspace": str(config["workspace"]), **query}
+    if lean:
+        query["tools"] = "lean"
+    return f"{str(config['url']).rstrip('/')}/mcp/?{urllib.parse.urlencode(query)}"
+
+
+def merge_mcp(
+    mcp_json: dict[str, Any], config: dict[str, Any], *, lean: bool = False
+) -> dict[str, Any]:
+    """The project's `.mcp.json` with memflow's server; the key stays in the environment."""
+    merged = json.loads(json.dumps(mcp_json))
+    servers = merged.setdefault("mcpServers", {})
+    servers[MCP_SERVER_NAME] = {
+        "type": "http",
+        "url": mcp_url(config, lean=lean),
+        "headers": {"Authorization": f"Bearer ${{{KEY_VARIABLE}}}"},
+    }
+    return merged
+
+
+def approve_mcp(settings: dict[str, Any]) -> dict[str, Any]:
+    """Claude Code asks before it starts a server `.mcp.json` names; this clone says yes."""
+    approved = json.loads(json.dumps(settings))
+    names = approved.setdefault("enabledMcpjsonServers", [])
+    if MCP_SERVER_NAME not in names:
+        names.append(MCP_SERVER_NAME)
+    return approved
+
+
+def remove_mcp(mcp_json: dict[str, Any]) -> dict[str, Any]:
+    kept = json.loads(json.dumps(mcp_json))
+    servers = kept.get("mcpServers")
+    if isinstance(servers, dict):
+        servers.pop(MCP_SERVER_NAME, None)
+    return kept
 
 
 def claude_settings_path(*, user: bool, project_dir: Path, shared: bool = False) -> Path:

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from contexts import api as contexts_api
 from contexts.hooks.api import HookApi
+from contexts.hooks.claude_api import ClaudeHookApi
 from memflow_site.health import HealthApi
 from memflow_site.metrics import metrics_view
 
@@ -16,6 +17,8 @@ api_v1: list[URLPattern | URLResolver] = [
     path("workspaces/", contexts_api.WorkspaceListCreateApi.as_view(), name="api-workspace-list"),
     path("keys/", contexts_api.KeyListCreateApi.as_view(), name="api-key-list"),
     path("keys/<int:key_id>/", contexts_api.KeyRevokeApi.as_view(), name="api-key-detail"),
+    # Before hooks/<event>, which would take "claude-code" for an event's name.
+    path("hooks/claude-code", ClaudeHookApi.as_view(), name="api-hook-claude-code"),
     path("hooks/<str:event>", HookApi.as_view(), name="api-hook"),
     # Everything under a workspace; the tenancy test walks this prefix.
     path("workspaces/<slug:slug>/", include("contexts.api_urls")),

@@ -20,6 +20,16 @@ class HookJSONParser(SafeJSONParser):
     clean = True
 
 
+def refuse_oversized(request: Request) -> None:
+    """Before the body is read: a hook sits on the hot path of every turn."""
+    length = str(request.META.get("CONTENT_LENGTH") or "")
+    if length.isdigit() and int(length) > settings.MEMFLOW_HOOK_MAX_BYTES:
+        raise TooLarge(
+            f"A hook body is at most {settings.MEMFLOW_HOOK_MAX_BYTES:,} bytes "
+            "(MEMFLOW_HOOK_MAX_BYTES)."
+        )
+
+
 class HookApi(APIView):
     parser_classes = [HookJSONParser]
 
@@ -38,13 +48,7 @@ class HookApi(APIView):
         ),
     )
     def post(self, request: Request, event: str) -> Response:
-        # Before the body is read: a hook sits on the hot path of every turn.
-        length = str(request.META.get("CONTENT_LENGTH") or "")
-        if length.isdigit() and int(length) > settings.MEMFLOW_HOOK_MAX_BYTES:
-            raise TooLarge(
-                f"A hook body is at most {settings.MEMFLOW_HOOK_MAX_BYTES:,} bytes "
-                "(MEMFLOW_HOOK_MAX_BYTES)."
-            )
+        refuse_oversized(request)
         outcome = hook_handle(
             event=event,
             payload=request.data,

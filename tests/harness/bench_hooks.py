@@ -4,11 +4,13 @@
 
 Runs a one-prompt `claude -p` turn with one Bash call RUNS times (default 7)
 in each of: no memflow hooks, a healthy `memflow serve` (embedded Postgres in
-a temporary data dir), a hung server (accepts, never answers) and a dead one
-(nothing listens). Prints one JSON line per case: the median and slowest
-whole run (process start to exit), Claude Code's own `duration_ms`, and the
-median span of each hook event (its hook_started to its hook_response in
-Claude Code's stream). Needs `make harness-cli`.
+a temporary data dir) with the hooks `install-hooks --claude-code --project`
+writes (http hooks where no disk is needed) and with `--command-hooks`, a
+hung server (accepts, never answers) and a dead one (nothing listens), each
+with both sets. Prints one JSON line per case: the median and slowest whole
+run (process start to exit), Claude Code's own `duration_ms`, and the median
+and 95th percentile span of each hook event (its hook_started to its
+hook_response in Claude Code's stream). Needs `make harness-cli`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,19 @@ from tests.harness.fake_model import Text, ToolUse, fake_model  # noqa: E402
 from tests.memflow_site.helpers import env_for, free_port, serving  # noqa: E402
 
 
-def case(label: str, root: Path, runs: int, settings: dict[str, str], hooks: bool = True) -> None:
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def case(
+    label: str,
+    root: Path,
+    runs: int,
+    settings: dict[str, str],
+    hooks: bool = True,
+    flags: tuple[str, ...] = ("--project",),
+) -> None:
     spans: dict[str, list[float]] = {}
     walls, turns = [], []
     for n in range(runs):
@@ -44,7 +58,7 @@ def case(label: str, root: Path, runs: int, settings: dict[str, str], hooks: boo
         with fake_model() as model:
             harness = Harness(claude=claude_path(), root=where, model=model, memflow_env=settings)
             if hooks:
-                harness.install_hooks()
+                harness.install_hooks(*flags)
             started = time.monotonic()
             run = harness.run("list it", [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")])
             walls.append(time.monotonic() - started)
@@ -64,10 +78,14 @@ def case(label: str, root: Path, runs: int, settings: dict[str, str], hooks: boo
                 "hook_median_s": {
                     e: round(statistics.median(s), 3) for e, s in sorted(spans.items())
                 },
+                "hook_p95_s": {e: round(percentile(s, 0.95), 3) for e, s in sorted(spans.items())},
             }
         ),
         flush=True,
     )
+
+
+COMMANDS = ("--project", "--command-hooks")
 
 
 def main(runs: int) -> None:
@@ -86,7 +104,9 @@ def main(runs: int) -> None:
             )
             base = {"MEMFLOW_API_KEY": key, "MEMFLOW_WORKSPACE": "default"}
             case("no hooks", root, runs, {**base, "MEMFLOW_URL": served.url}, hooks=False)
-            case("healthy memflow", root, runs, {**base, "MEMFLOW_URL": served.url})
+            healthy = {**base, "MEMFLOW_URL": served.url}
+            case("healthy memflow", root, runs, healthy)
+            case("healthy, commands", root, runs, healthy, flags=COMMANDS)
 
             # Connections complete in the kernel's backlog and are never answered.
             listener = socket.socket()
@@ -94,9 +114,11 @@ def main(runs: int) -> None:
             listener.listen(256)
             hung = f"http://127.0.0.1:{listener.getsockname()[1]}"
             case("hung server", root, runs, {**base, "MEMFLOW_URL": hung})
+            case("hung, commands", root, runs, {**base, "MEMFLOW_URL": hung}, flags=COMMANDS)
             listener.close()
             dead = f"http://127.0.0.1:{free_port()}"
             case("dead server", root, runs, {**base, "MEMFLOW_URL": dead})
+            case("dead, commands", root, runs, {**base, "MEMFLOW_URL": dead}, flags=COMMANDS)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

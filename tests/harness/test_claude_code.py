@@ -38,6 +38,11 @@ def rows_command(rows: int, width: int) -> tuple[str, bytes]:
     return command, expected
 
 
+# A command hook that exits 0, or an http hook answered 200 (Claude Code
+# reports the HTTP status where a command's exit code would be).
+SUCCESS = {("success", 0), ("success", 200)}
+
+
 def assert_hooks_quiet(run, events: set[str]) -> None:
     """Every hook ran, exited 0, and printed nothing to the model or the person."""
     seen = {h["hook_event"] for h in run.hooks()}
@@ -45,6 +50,12 @@ def assert_hooks_quiet(run, events: set[str]) -> None:
     for hook in run.hooks():
         assert (hook["outcome"], hook.get("exit_code")) == ("success", 0), hook
         assert hook["stdout"] == "", hook
+
+
+def hook_types(h) -> dict[str, str]:
+    """Claude Code event → the type of memflow's hook for it, as installed."""
+    settings = json.loads((h.project / ".claude" / "settings.local.json").read_text())
+    return {name: entries[0]["hooks"][0]["type"] for name, entries in settings["hooks"].items()}
 
 
 def test_context_reaches_the_model_at_session_start_and_on_a_prompt(
@@ -65,6 +76,8 @@ def test_context_reaches_the_model_at_session_start_and_on_a_prompt(
     ).raise_for_status()
     h = harness(memflow_env(live.url, account.key, account.workspace.slug))
     h.install_hooks()
+    # The prompt's hook is one Claude Code posts to memflow itself.
+    assert hook_types(h)["UserPromptSubmit"] == "http"
 
     prompt = "how does the billing worker handle failed charges?"
     run = h.run(prompt, [Text("It retries three times.")])
@@ -85,8 +98,13 @@ def test_context_reaches_the_model_at_session_start_and_on_a_prompt(
     # And memflow kept what the user typed, in this session.
     memories = account.api.get("/memories/?status=all&limit=50").json()["results"]
     assert [m["text"] for m in memories if m["source"] == "hook"] == [prompt]
+    # Every hook, http and command, answered; the session's events are all there.
     for hook in run.hooks():
-        assert (hook["outcome"], hook.get("exit_code")) == ("success", 0), hook
+        assert (hook["outcome"], hook.get("exit_code")) in SUCCESS, hook
+    kinds = list(
+        SessionEvent.objects.exclude(kind="injection").order_by("pk").values_list("kind", flat=True)
+    )
+    assert kinds == ["session-start", "user-prompt", "stop", "session-end"], kinds
 
 
 def test_a_bash_output_past_30000_chars_is_stored_whole(
@@ -145,8 +163,7 @@ def test_a_whole_output_comes_back_through_memflows_mcp_tool(
     command, expected = rows_command(rows=250, width=150)  # 40,500 bytes: inline over MCP
     sha = hashlib.sha256(expected).hexdigest()
     h = harness(memflow_env(live.url, account.key, account.workspace.slug))
-    h.install_hooks()
-    h.add_mcp(f"{live.url}/mcp/?workspace={account.workspace.slug}&app=claude-code", account.key)
+    h.install_hooks("--project", "--mcp")  # the MCP server too, the key from the environment
 
     run = h.run(
         "list the rows, then fetch them back",
@@ -233,7 +250,7 @@ def hung_server() -> Iterator[tuple[str, list[socket.socket]]]:
 def test_a_hung_server_costs_one_hook_budget_then_is_skipped(harness: HarnessMaker) -> None:
     with hung_server() as (url, accepted):
         h = harness(memflow_env(url, "mf_whatever", "w", budget=""))
-        h.install_hooks()
+        h.install_hooks("--project", "--command-hooks")
         run = h.run("list it", [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")])
 
     assert run.result["subtype"] == "success", run.stderr
@@ -251,7 +268,7 @@ def test_a_hung_server_costs_one_hook_budget_then_is_skipped(harness: HarnessMak
 def test_a_dead_server_is_skipped_silently(harness: HarnessMaker) -> None:
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     h = harness(memflow_env(url, "mf_whatever", "w", budget=""))
-    h.install_hooks()
+    h.install_hooks("--project", "--command-hooks")
 
     run = h.run("list it", [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")])
 
@@ -260,6 +277,57 @@ def test_a_dead_server_is_skipped_silently(harness: HarnessMaker) -> None:
     assert all(hook["stderr"] == "" for hook in run.hooks())
     assert not (h.home / ".local" / "state" / "memflow").exists()  # nothing to wait out
     assert all("memflow" not in r.text() for r in h.model.main_requests())
+
+
+def assert_turn_unharmed(h, run) -> None:
+    """The turn ended normally with the model's reply, and the model was told nothing of memflow."""
+    assert run.result["subtype"] == "success", run.stderr
+    assert run.result["result"] == "Listed."
+    assert len(h.model.main_requests()) == 2  # the prompt, then the tool's result
+    for request in h.model.main_requests():
+        assert "memflow" not in request.text() and "ECONNREFUSED" not in request.text()
+    # A failed http hook never blocks: Claude Code goes on, as after a command's exit 1.
+    for hook in run.hooks():
+        assert hook["outcome"] in ("success", "error", "cancelled"), hook
+        assert hook["stdout"] == "", hook
+
+
+def test_http_hooks_with_a_dead_server_leave_the_turn_alone(harness: HarnessMaker) -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    h = harness(memflow_env(url, "mf_whatever", "w", budget=""))
+    h.install_hooks()
+    assert hook_types(h)["Stop"] == "http"
+
+    run = h.run("list it", [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")])
+
+    assert_turn_unharmed(h, run)
+    # The command hooks say nothing; Claude Code itself notes each failed http
+    # hook in its hook events (a line in the transcript view, never the model).
+    by_event = {hook["hook_event"]: hook for hook in run.hooks()}
+    assert by_event["SessionStart"]["stderr"] == "" and by_event["PostToolUse"]["stderr"] == ""
+    assert by_event["UserPromptSubmit"]["outcome"] == "error"
+    assert "ECONNREFUSED" in by_event["UserPromptSubmit"]["stderr"]
+    assert "SessionEnd" not in run.stderr  # the exit stays quiet: SessionEnd is a command
+
+
+def test_http_hooks_with_a_hung_server_are_cut_off_at_their_timeout(
+    harness: HarnessMaker,
+) -> None:
+    with hung_server() as (url, accepted):
+        h = harness(memflow_env(url, "mf_whatever", "w", budget=""))
+        h.install_hooks()
+        run = h.run("list it", [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")])
+
+    assert_turn_unharmed(h, run)
+    by_event = {hook["hook_event"]: hook for hook in run.hooks()}
+    # Claude Code stopped waiting for the http hooks (their own timeout) …
+    assert by_event["UserPromptSubmit"]["outcome"] == "cancelled"
+    assert by_event["Stop"]["outcome"] == "cancelled"
+    # … and after the first command hook ran out of its budget, the others
+    # skipped the server: the prompt and Stop hooks asked once each.
+    assert by_event["PostToolUse"]["outcome"] == "success"
+    assert len(accepted) <= 3  # SessionStart, UserPromptSubmit, Stop: never PostToolUse
+    report_hook_seconds("hung server, http hooks", run)
 
 
 def test_shared_settings_work_on_any_clone(
