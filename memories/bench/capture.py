@@ -24,7 +24,7 @@ from typing import Any
 from contexts import services as context_services
 from contexts.models import AgentSession
 from memories import selectors, services
-from memories.bench.corpus import build_docs, load_packages
+from memories.bench.corpus import load_corpus
 from memories.bench.run import (
     bench_user,
     bench_workspace,
@@ -58,12 +58,11 @@ class Topic:
 
 
 def _debian(facts: int) -> tuple[dict[str, str], list[Topic]]:
+    """The quality bench's sample of `facts` descriptions (its vectors cached alike)."""
     say(f"reading {facts:,} Debian package descriptions…")
-    docs = build_docs(load_packages(data_dir()))
-    rng = random.Random(7)
-    rng.shuffle(docs)
-    docs = docs[:facts]
+    docs = load_corpus(data_dir(), size=facts, queries_per_kind=1).docs
     topics = [Topic(key=d.key, subject=d.synopsis.rstrip(".")) for d in docs]
+    random.Random(7).shuffle(topics)
     return {d.key: d.text for d in docs}, topics
 
 

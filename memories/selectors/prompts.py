@@ -10,7 +10,8 @@ keeps them from crowding out answers:
   harness has them in its transcript already);
 - near-identical earlier prompts take one slot between them;
 - captured prompts count for less than facts, decisions, lessons and
-  checkpoints, and hold at most a third of any prefix of the ranking;
+  checkpoints, and hold at most a third of any prefix of the ranking (so a
+  workspace of nothing but earlier questions recalls none of them);
 - unless the query asks about past requests ("what did I ask…"): then the
   prompts are what it seeks and rank first.
 
@@ -128,30 +129,29 @@ def _capped(kept: list[tuple[float, bool, T]], k: int) -> list[tuple[float, T]]:
     """The top `k`, captured prompts at most one place in PROMPT_SHARE of any prefix.
 
     A prompt that would exceed its share waits for the next place it fits;
-    once nothing else is left, the waiting prompts fill the rest in order.
+    one that never fits is left out (an earlier question answers nothing).
     """
     out: list[tuple[float, T]] = []
     waiting: list[tuple[float, T]] = []
     prompts = 0
+
+    def fits() -> bool:
+        return (prompts + 1) * PROMPT_SHARE <= len(out) + 1
+
     for score, prompt, item in kept:
-        if len(out) >= k:
-            break
-        while waiting and (prompts + 1) * PROMPT_SHARE <= len(out) + 1:
+        while waiting and len(out) < k and fits():
             out.append(waiting.pop(0))
             prompts += 1
-            if len(out) >= k:
-                break
         if len(out) >= k:
             break
         if not prompt:
             out.append((score, item))
-        elif (prompts + 1) * PROMPT_SHARE <= len(out) + 1:
+        elif fits():
             out.append((score, item))
             prompts += 1
         else:
             waiting.append((score, item))
-    for entry in waiting:
-        if len(out) >= k:
-            break
-        out.append(entry)
+    while waiting and len(out) < k and fits():
+        out.append(waiting.pop(0))
+        prompts += 1
     return out

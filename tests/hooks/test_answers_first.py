@@ -52,10 +52,12 @@ def _captured(acme, ids: list[int]) -> list[int]:
 def test_the_sessions_own_prompt_does_not_come_back(acme, hook):
     hook("cc-1", "how do I rotate the staging database credentials?")
     turn_one = Memory.objects.get(workspace=acme, source="hook")
-    again = hook("cc-1", "and the staging database credentials, how are they rotated?")
+    # Even asked for, a session's own prompts are not recalled back to it:
+    # the harness has them in its transcript.
+    again = hook("cc-1", "what did I ask about the staging database credentials?")
     assert turn_one.pk not in again
-    # Another session still finds it: the user's history stays searchable.
-    elsewhere = hook("cc-2", "staging database credentials rotation?")
+    # Another session finds it: the user's history stays searchable.
+    elsewhere = hook("cc-2", "what did I ask about the staging database credentials?")
     assert turn_one.pk in elsewhere
 
 
