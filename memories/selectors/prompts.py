@@ -10,7 +10,7 @@ keeps them from crowding out answers:
   harness has them in its transcript already);
 - near-identical earlier prompts take one slot between them;
 - captured prompts count for less than facts, decisions, lessons and
-  checkpoints, and hold at most a third of any prefix of the ranking (so a
+  checkpoints, and hold at most a quarter of any prefix of the ranking (so a
   workspace of nothing but earlier questions recalls none of them);
 - unless the query asks about past requests ("what did I ask…"): then the
   prompts are what it seeks and rank first.
@@ -31,8 +31,10 @@ from memories.selectors.search import _HIT
 # What a captured prompt's score is multiplied by (or, for a query about past
 # requests, everything else's).
 PROMPT_WEIGHT = 0.6
-# Captured prompts hold at most one in this many places of any prefix of the ranking.
-PROMPT_SHARE = 3
+# Captured prompts hold at most one in this many places of any prefix of the
+# ranking: a block renders a prefix less the entries too long for its budget,
+# and prompts are short, so a block stays under a third of them.
+PROMPT_SHARE = 4
 # Two prompts whose word sets overlap this much (Jaccard) are one question asked again.
 NEAR_IDENTICAL = 0.75
 
