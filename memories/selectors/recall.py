@@ -31,6 +31,7 @@ from memories.selectors.dense import DenseHit, dense_hits
 from memories.selectors.embedder import embedder_for
 from memories.selectors.entries import MemoryFilters
 from memories.selectors.fusion import DENSE_BLIND_SHARE, Fusion, Scored, fuse
+from memories.selectors.prompts import PromptRanking, is_captured_prompt, prompts_ranked
 from memories.selectors.search import Seen, _vector_param, beside
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ def memory_recall(
     vector_model: str | None = None,
     arms: str = "hybrid",
     now: datetime | None = None,
+    prompts: PromptRanking | None = None,
 ) -> RecallResult:
     """Hybrid recall, weighted by retention. Reads only: rehearsal is the caller's.
 
@@ -85,7 +87,9 @@ def memory_recall(
     that waits for it: called once the term statistics are read, so that an
     embedding still under way (a hook's) overlaps that statement. Without
     it the query is embedded here. `arms` is "hybrid", "dense" or "lexical" (the
-    single arms serve the quality bench and debugging).
+    single arms serve the quality bench and debugging). `prompts`: how
+    captured prompts rank (selectors.prompts; by default answers first, and
+    with a session, never that session's own prompts).
 
     Three statements: the term statistics, the dense arm (with the lexical
     features of its hits) and the lexical arm (with the cosines of its
@@ -120,7 +124,16 @@ def memory_recall(
         fusion = _lexical_only(lexical_result)
     else:
         fusion = _fused(parsed, dense, lexical_result, vector_model)
-    hits = _weighed(workspace=workspace, fusion=fusion, seen=seen, k=k, now=now, arms=arms)
+    hits = _weighed(
+        workspace=workspace,
+        fusion=fusion,
+        seen=seen,
+        k=k,
+        now=now,
+        arms=arms,
+        query=query,
+        prompts=prompts or PromptRanking(),
+    )
     return RecallResult(hits=hits, fusion=fusion)
 
 
@@ -256,11 +269,14 @@ def _weighed(
     k: int,
     now: datetime,
     arms: str,
+    query: str,
+    prompts: PromptRanking,
 ) -> list[Hit]:
-    """The top `k` candidates once weighted by retention, as hits with their entries."""
+    """The top `k` candidates once weighted by retention, earlier prompts in their
+    place (selectors.prompts), as hits with their entries."""
     tau = float(knob(workspace, "decay_tau_days"))
     weighed = []
-    for s in fusion.candidates[: max(k * 3, k)]:
+    for s in _considered(fusion.candidates, seen, max(k * 3, k)):
         entry = seen[s.id]
         r = retention(
             last_accessed=entry.last_accessed,
@@ -272,12 +288,27 @@ def _weighed(
         # Retention weighs, it does not dominate: a faded but exact answer
         # still beats a fresh irrelevant one.
         weighted = s.score * (0.8 + 0.2 * r) if arms == "hybrid" else s.score
-        weighed.append((weighted, r, s))
-    weighed.sort(key=lambda w: (-w[0], -w[2].id))
-    weighed = weighed[:k]
-    loaded = {s.id: seen[s.id].memory() for _, _, s in weighed}
+        weighed.append((weighted, seen[s.id].row, (r, s)))
+    weighed.sort(key=lambda w: (-w[0], -w[2][1].id))
+    top = prompts_ranked(ranked=weighed, query=query, policy=prompts, k=k)
+    loaded = {s.id: seen[s.id].memory() for _, (_, s) in top}
     return [
         Hit(memory=loaded[s.id], score=weighted, retention=r, cosine=s.cosine, bm25=s.bm25)
-        for weighted, r, s in weighed
+        for weighted, (r, s) in top
         if s.id in loaded
     ]
+
+
+def _considered(candidates: list[Scored], seen: dict[int, Seen], wanted: int) -> list[Scored]:
+    """The first candidates holding `wanted` entries that are not captured prompts.
+
+    Earlier prompts that the ranking will demote or leave out must not take
+    the places of the entries that answer.
+    """
+    others = 0
+    for n, s in enumerate(candidates):
+        if not is_captured_prompt(seen[s.id].row):
+            others += 1
+            if others == wanted:
+                return candidates[: n + 1]
+    return candidates

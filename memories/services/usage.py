@@ -93,7 +93,12 @@ def memory_recall_answer(
     mode = values["mode"]
     k = values["k"] if mode == "full" else max(values["k"], 20)
     result = selectors.memory_recall(
-        workspace=workspace, query=values["query"], k=k, filters=filters, now=now
+        workspace=workspace,
+        query=values["query"],
+        k=k,
+        filters=filters,
+        now=now,
+        prompts=selectors.PromptRanking(session_id=session.pk if session else None),
     )
     memories = [hit.memory for hit in result.hits]
     body: dict[str, Any] = {

@@ -297,3 +297,12 @@ def test_a_viewer_can_recall_but_not_remember(acme, victor, make_key, api):
     client = api(make_key(victor))
     assert post(client, "recall/", {"query": "anything"}).status_code == 200
     assert post(client, "memories/", {"text": "x"}).status_code == 403
+
+
+def test_recall_with_a_session_leaves_out_that_sessions_own_prompts(bob_api):
+    post(bob_api, "auto/", {"query": "how do I rotate the staging db password?", "session": "s-1"})
+    question = {"query": "what did I ask about the staging db password?"}
+    own = post(bob_api, "recall/", {**question, "session": "s-1"}).json()["results"]
+    other = post(bob_api, "recall/", {**question, "session": "s-2"}).json()["results"]
+    assert [r["text"] for r in own] == []
+    assert [r["text"] for r in other] == ["how do I rotate the staging db password?"]
