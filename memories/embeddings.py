@@ -40,7 +40,7 @@ import numpy as np
 from django.conf import settings
 from django.core.checks import Error, register
 
-from memflow_site.side_threads import side_executor
+from contexts.runtime.side_threads import side_executor
 from memories import onnx_path
 
 if TYPE_CHECKING:

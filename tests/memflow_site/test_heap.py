@@ -7,7 +7,7 @@ import weakref
 
 import pytest
 
-from memflow_site import heap
+from contexts.runtime import heap
 
 
 class Node:
