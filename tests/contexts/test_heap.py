@@ -1,9 +1,16 @@
-"""A warmed process's objects set aside from the cyclic collector (memflow_site.heap)."""
+"""A warmed process's heap set aside from the cyclic collector (contexts.runtime.heap).
+
+What settling saves (full collections that no longer walk the model) is a
+pause length, measured by the benches; `memflow serve` settling once warm is
+checked by tests/hooks/test_hook_cli.py. What a user would notice going
+wrong is memory: garbage made after settling must still be collected.
+"""
 
 from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Iterator
 
 import pytest
 
@@ -16,47 +23,29 @@ class Node:
 
 
 @pytest.fixture
-def settled():
+def settled() -> Iterator[int]:
     frozen = heap.settle()
     yield frozen
     gc.unfreeze()  # the rest of the suite runs with an ordinary heap
 
 
-def tracked(obj: object) -> bool:
-    """Whether a full collection would walk `obj` (frozen objects it skips)."""
-    return any(o is obj for o in gc.get_objects())
-
-
-def test_what_lived_before_is_skipped_and_what_comes_after_is_not():
-    before = [Node()]
-    frozen = heap.settle()
-    try:
-        after = [Node()]
-        # Other threads (the test server's, the embedder's) may allocate and be
-        # frozen too: what settle reports is at least something, not an exact count.
-        assert frozen > 0
-        assert not tracked(before)
-        assert tracked(after)
-    finally:
-        gc.unfreeze()
-    assert tracked(before)
-
-
-def test_cycles_made_after_settling_are_still_collected(settled):
+def cycle() -> weakref.ref[Node]:
+    """A reference cycle nothing else holds: only the cyclic collector frees it."""
     a, b = Node(), Node()
     a.other, b.other = b, a
-    gone = weakref.ref(a)
-    del a, b
-    gc.collect()
-    assert gone() is None
+    return weakref.ref(a)
 
 
-def test_frozen_objects_are_still_freed_when_their_last_reference_goes():
-    node = Node()
-    gone = weakref.ref(node)
-    heap.settle()
-    try:
-        del node
-        assert gone() is None
-    finally:
-        gc.unfreeze()
+def test_settling_reports_what_it_set_aside(settled: int) -> None:
+    assert settled > 0
+
+
+def test_garbage_made_after_settling_is_still_collected_on_its_own(settled: int) -> None:
+    gone = cycle()
+    # No explicit gc.collect(): allocations alone must trigger the collector, as
+    # they do between requests. A count of allocations bounds the wait, not a clock.
+    for _ in range(1_000_000):
+        if gone() is None:
+            break
+        cycle()
+    assert gone() is None, "settling left the cyclic collector off"
