@@ -115,13 +115,6 @@ def key_allows(key: ApiKey | None, access: Access) -> bool:
     return key is None or _KEY_SCOPE_ALLOWS[ApiKey.Scope(key.scope)] >= access
 
 
-def workspace_list_for_user(*, user: AnyUser, api_key: ApiKey | None = None) -> QuerySet[Workspace]:
-    workspaces = Workspace.objects.filter(memberships__user_id=_user_id(user))
-    if api_key is not None and api_key.workspace_id is not None:
-        workspaces = workspaces.filter(pk=api_key.workspace_id)
-    return workspaces.order_by("slug")
-
-
 def membership_list_for_user(*, user: AnyUser) -> QuerySet[Membership]:
     return (
         Membership.objects.filter(user_id=_user_id(user))
@@ -182,10 +175,6 @@ def _membership(*, user_id: int, slug: str) -> Membership | None:
 
 def membership_list(*, workspace: Workspace) -> QuerySet[Membership]:
     return workspace.memberships.select_related("user").order_by("user__username")
-
-
-def agent_session_list(*, workspace: Workspace) -> QuerySet[AgentSession]:
-    return AgentSession.objects.filter(workspace=workspace)
 
 
 def agent_session_get(*, workspace: Workspace, external_id: str) -> AgentSession:

@@ -47,7 +47,7 @@ django_application = CredentialLimit(ChunkedBodies(_django))
 
 
 # Imported once Django is set up: the MCP tools import models.
-from memflow_site import heap  # noqa: E402
+from contexts.runtime import heap  # noqa: E402
 from memflow_site.mcp import McpEndpoint  # noqa: E402
 from memflow_site.metrics import MetricsLayer  # noqa: E402
 from memories import embeddings  # noqa: E402

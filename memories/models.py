@@ -175,10 +175,6 @@ class WorkspaceEmbedder(models.Model):
             return f"{self.backend} -> {self.target_backend} ({self.done}/{self.total})"
         return self.backend
 
-    @property
-    def reembedding(self) -> bool:
-        return bool(self.target_backend)
-
 
 class MemoryEvidence(models.Model):
     """A consolidation rests on these memories; the originals stay."""

@@ -23,11 +23,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from contexts.flowctx.llm import LlmConfig, LlmError, llm_complete
-
-# Private helpers of the handoff notes, shared rather than copied: how a tool
-# call is classified and which line of its output says why it failed.
-from contexts.flowctx.notes import NoteEvent, error_line, is_inspection, tool_kind
+# The handoff notes' helpers, shared rather than copied: how a tool call is
+# classified and which line of its output says why it failed.
+from contexts.flowctx import (
+    LlmConfig,
+    LlmError,
+    NoteEvent,
+    error_line,
+    is_inspection,
+    llm_complete,
+    tool_kind,
+)
 from skills.folder import FolderError, skill_md_parse
 from skills.models import DESCRIPTION_MAX, NAME_MAX
 

@@ -14,7 +14,7 @@ from django.db.models import Q, QuerySet
 from pgvector.django import CosineDistance
 
 from contexts.errors import Invalid, NotFound
-from contexts.flowctx.notes import note_events
+from contexts.flowctx import note_events
 from contexts.knobs import knob
 from contexts.models import AgentSession, SessionEvent, Workspace
 from skills.folder import SkillFile

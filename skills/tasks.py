@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from contexts.flowctx.llm import LlmConfig
+from contexts.flowctx import LlmConfig
 from contexts.models import Workspace
 from skills import selectors, services
 from skills.models import Skill, SkillProposal

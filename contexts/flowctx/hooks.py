@@ -25,10 +25,10 @@ from typing import Any
 from django.db.models import Max, Sum
 
 from contexts.flowctx import selectors, services, tasks
-from contexts.flowctx.projection import estimate_tokens
 from contexts.hooks import Block, HookContext, inert, register_observer, register_provider
 from contexts.knobs import knob
 from contexts.models import SessionEvent, SummaryNode
+from contexts.tokens import estimate_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from contexts.hooks.registry import (
     register_observer,
     register_provider,
     register_starter,
+    unregister,
 )
 
 __all__ = [
@@ -34,4 +35,5 @@ __all__ = [
     "register_observer",
     "register_provider",
     "register_starter",
+    "unregister",
 ]

@@ -25,7 +25,6 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from contexts.errors import Invalid, NotFound
-from contexts.flowctx.projection import estimate_tokens
 from contexts.hooks.registry import (
     CLAUDE_EVENT_NAMES,
     CLAUDE_FAILURE_NAME,
@@ -44,9 +43,10 @@ from contexts.hooks.registry import (
     starters_for,
 )
 from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
+from contexts.runtime.side_threads import side_executor
 from contexts.secrets import find_secret, redact_json
 from contexts.selectors import Access, workspace_access
-from memflow_site.side_threads import side_executor
+from contexts.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -250,6 +250,12 @@ def register_injection_observer(
     _injection_observers[name] = Entry(name=name, events=_events(events), fn=fn, beside=beside)
 
 
+def unregister(name: str) -> None:
+    """Remove a capability registered under `name`, whatever its kind (a test's, once it is done)."""
+    for table in (_starters, _providers, _observers, _injection_observers):
+        table.pop(name, None)
+
+
 def starters_for(event: str) -> list[Entry]:
     return [entry for _, entry in sorted(_starters.items()) if event in entry.events]
 

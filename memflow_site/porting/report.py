@@ -58,10 +58,6 @@ class ImportReport:
     def added_total(self) -> int:
         return sum(self.added.values())
 
-    @property
-    def present_total(self) -> int:
-        return sum(self.present.values())
-
     def render(self) -> str:
         lines = [f"Imported {self.source} ({self.format}) into workspace {self.workspace}."]
         lines.append(f"  added:   {_counts(self.added) or 'nothing'}")

@@ -22,7 +22,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from contexts.models import Membership, Workspace
-from memflow_site import heap
+from contexts.runtime import heap
 from memories import lexical, selectors, services
 from memories.bench.corpus import (
     ZH_KINDS,

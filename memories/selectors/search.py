@@ -17,7 +17,7 @@ from psycopg_pool import PoolTimeout
 
 from contexts.db import Columns, bound_rows
 from contexts.models import Workspace
-from memflow_site.side_threads import side_executor
+from contexts.runtime.side_threads import side_executor
 from memories.models import LexicalTerm, Memory
 from memories.selectors.entries import MemoryFilters
 

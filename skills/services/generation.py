@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from contexts.errors import Conflict
-from contexts.flowctx.llm import LlmConfig
+from contexts.flowctx import LlmConfig
 from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
 from skills import generator, selectors

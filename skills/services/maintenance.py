@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.db.models import F
 
-from contexts.flowctx.llm import LlmConfig
+from contexts.flowctx import LlmConfig
 from contexts.knobs import knob
 from contexts.models import Workspace
 from skills import generator, selectors

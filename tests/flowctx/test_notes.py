@@ -15,13 +15,20 @@ from contexts.flowctx.notes import (
     note_events,
     note_extractive,
     note_llm,
-    note_normalise,
     note_sections,
 )
 from tests.flowctx.chat_server import ChatServer, Reply, closed_port_url
 
 SESSION_ID = "7f3a9b21-4c5d-4e8f-9a0b-1c2d3e4f5a6b"
 PYTEST = "cd /work/app && python -m pytest tests/test_csv_reader.py -q"
+
+
+def note_normalise(text: str) -> str:
+    """`text` as a canonical note: the six `## SECTION` headings in order, `(none)` for
+    an empty one (what a stored note looks like)."""
+    return "\n\n".join(
+        f"## {name}\n{body or '(none)'}" for name, body in note_sections(text).items()
+    )
 
 
 def bash(command: str, stdout: str, stderr: str = "") -> tuple[str, dict[str, Any]]:

@@ -94,7 +94,10 @@ def main(runs: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="memflow-hook-bench-"))
     try:
         with serving(env_for(root / "data"), "--no-worker") as served:
+            deadline = time.monotonic() + 180
             while httpx.get(f"{served.url}/api/v1/health").json()["embeddings"] != "ready":
+                if time.monotonic() > deadline:
+                    raise SystemExit("the embedding model never loaded")
                 time.sleep(0.3)
             credentials = (root / "data" / "first-run-credentials.txt").read_text()
             key = next(

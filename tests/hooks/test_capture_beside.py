@@ -32,43 +32,27 @@ def hook(acme, bob, make_key, api):
     return call
 
 
-@pytest.fixture
-def backends(monkeypatch) -> dict[str, int]:
-    """The database backend the ledger and the capture each ran on."""
-    seen: dict[str, int] = {}
-
-    def spy(name, fn):
-        def wrapped(**kwargs):
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_backend_pid()")
-                seen[name] = cursor.fetchone()[0]
-            return fn(**kwargs)
-
-        monkeypatch.setattr(services, fn.__name__, wrapped)
-
-    spy("ledger", services.ledger_record)
-    spy("capture", services.memory_remember_bulk)
-    return seen
-
-
-def test_with_a_pool_the_capture_runs_beside_the_ledger(acme, hook, pooled, backends):
-    fact = services.memory_remember(workspace=acme, item=RememberInput(text=FACT)).memory
-    answer = hook("where do the nightly backups go?")
+def captured_and_recorded(acme, fact: Memory, answer: dict) -> None:
+    """What the user sees of one prompt: the fact recalled, the prompt kept as a
+    memory of its session, the injection in the ledger and the session log."""
     assert fact.pk in answer["blocks"][-1]["memory_ids"]
-    assert backends["capture"] != backends["ledger"]
     captured = Memory.objects.get(workspace=acme, source="hook")
     assert captured.text == "where do the nightly backups go?"
     assert captured.session is not None and captured.session.external_id == "cc-1"
     assert InjectionEvent.objects.filter(memory_id=fact.pk, kind="injected").count() == 1
     assert SessionEvent.objects.filter(kind="injection").count() == 1
+
+
+def test_with_a_pool_the_prompt_is_captured_and_the_injection_recorded(acme, hook, pooled):
+    fact = services.memory_remember(workspace=acme, item=RememberInput(text=FACT)).memory
+    captured_and_recorded(acme, fact, hook("where do the nightly backups go?"))
+    # The side thread gave its connection back: a leak would starve later hooks.
     assert connection.pool.get_stats()["pool_available"] >= 1  # type: ignore[attr-defined]
 
 
-def test_without_a_pool_the_capture_runs_on_the_ledgers_connection(acme, hook, backends):
-    services.memory_remember(workspace=acme, item=RememberInput(text=FACT))
-    hook("where do the nightly backups go?")
-    assert backends["capture"] == backends["ledger"]
-    assert Memory.objects.filter(workspace=acme, source="hook").count() == 1
+def test_without_a_pool_the_outcome_is_the_same(acme, hook):
+    fact = services.memory_remember(workspace=acme, item=RememberInput(text=FACT)).memory
+    captured_and_recorded(acme, fact, hook("where do the nightly backups go?"))
 
 
 def test_a_repeated_fact_is_rehearsed_and_strengthened_without_a_deadlock(acme, hook, pooled):

@@ -185,7 +185,7 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
         assert ledger["injected"] >= 2
 
         # Once warm, the web process set its long-lived heap aside from the
-        # collector (memflow_site.heap): no full collection walks the model.
+        # collector (contexts.runtime.heap): no full collection walks the model.
         while "set aside from the collector" not in served.log():
             assert time.monotonic() < deadline, f"the heap was never settled:\n{served.log()}"
             time.sleep(0.5)

@@ -377,9 +377,9 @@ def test_mute_through_the_api_and_back(acme, bob, make_key, api, hook):
     )
 
 
-def test_starters_run_before_the_session_is_recorded_and_share_their_work(acme, hook, monkeypatch):
+def test_starters_run_before_the_session_is_recorded_and_share_their_work(acme, hook, request):
     """A starter sees only kept prompts of top-level agents; providers find what it left."""
-    from contexts.hooks import Block, registry
+    from contexts.hooks import Block, register_provider, register_starter, unregister
 
     seen: list[tuple[str, int]] = []
 
@@ -391,16 +391,10 @@ def test_starters_run_before_the_session_is_recorded_and_share_their_work(acme, 
     def provider(ctx):
         return Block(name="test:shout", order=900, text=ctx.cache.get("test:shout", "none"))
 
-    monkeypatch.setitem(
-        registry._starters,
-        "test:starter",
-        registry.Entry("test:starter", frozenset(["user-prompt"]), starter),
-    )
-    monkeypatch.setitem(
-        registry._providers,
-        "test:shout",
-        registry.Entry("test:shout", frozenset(["user-prompt"]), provider),
-    )
+    register_starter("test:starter", events=["user-prompt"], fn=starter)
+    register_provider("test:shout", events=["user-prompt"], fn=provider)
+    request.addfinalizer(lambda: unregister("test:starter"))
+    request.addfinalizer(lambda: unregister("test:shout"))
     answer = hook("user-prompt", prompt="where is the deploy script?")
     assert answer["blocks"][-1]["text"] == "WHERE IS THE DEPLOY SCRIPT?"
     skipped = hook("user-prompt", prompt="<system-reminder>be brief</system-reminder>")

@@ -5,10 +5,11 @@ connections than the web processes' pools hold."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -18,13 +19,41 @@ from tests.reliability.conftest import WEB_WORKERS
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def sessions_started() -> int:
-    """How many sessions this database has had (its statistics, flushed after a second)."""
-    time.sleep(1.5)  # backends report their statistics at most once a second
+@pytest.fixture
+def sessions_started() -> Iterator[Callable[[], int]]:
+    """How many sessions this database has started since the fixture began.
+
+    A login event trigger counts each as it starts, on a sequence (outside any
+    transaction): exact at once, where the statistics views hear of a session
+    only when its backend gets round to reporting.
+    """
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
-        return int(cursor.fetchone()[0])
+        cursor.execute("CREATE SEQUENCE public.test_sessions_started")
+        cursor.execute(
+            "CREATE FUNCTION public.test_count_session() RETURNS event_trigger"
+            " LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('public.test_sessions_started'); END $$"
+        )
+        cursor.execute(
+            "CREATE EVENT TRIGGER test_count_session ON login"
+            " EXECUTE FUNCTION public.test_count_session()"
+        )
+
+    def count() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT last_value, is_called FROM public.test_sessions_started")
+            last_value, called = cursor.fetchone()
+            return int(last_value) if called else 0
+
+    try:
+        # The counter counts: a session opened here is seen at once.
+        psycopg.connect(**connection.get_connection_params()).close()
+        assert count() == 1
+        yield count
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP EVENT TRIGGER test_count_session")
+            cursor.execute("DROP FUNCTION public.test_count_session()")
+            cursor.execute("DROP SEQUENCE public.test_sessions_started")
 
 
 def server_backends() -> set[int]:
@@ -37,7 +66,7 @@ def server_backends() -> set[int]:
         return {int(pid) for (pid,) in cursor.fetchall()}
 
 
-def test_hooks_reuse_the_servers_connections(live, acme, bob, make_key):
+def test_hooks_reuse_the_servers_connections(live, acme, bob, make_key, sessions_started):
     client = httpx.Client(
         base_url=live.url, headers={"Authorization": f"Bearer {make_key(bob)}"}, timeout=60
     )

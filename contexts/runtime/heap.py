@@ -3,8 +3,8 @@
 A web process holds Django, torch, transformers, ONNX Runtime and the model:
 about 550,000 objects that live as long as the process. CPython's cyclic
 collector walks every one of them in each full (generation 2) collection,
-which took 300-600 ms on two cores with the GIL held: every request thread
-of the process stands still meanwhile. Once the process is warm, `settle`
+with the GIL held: every request thread of the process stands still
+meanwhile (docs/PERFORMANCE.md has the figures). Once the process is warm, `settle`
 moves them to the permanent generation (`gc.freeze`), so a full collection
 walks only what was made since, a few milliseconds' worth.
 
@@ -24,9 +24,9 @@ logger = logging.getLogger(__name__)
 def settle() -> int:
     """Freeze what lives now; returns how many objects were frozen.
 
-    Only the young generations are collected first (a millisecond): a full
-    collection would itself be the pause this avoids, and the old
-    generation held 69 unreachable objects at this point when measured.
+    Only the young generations are collected first: a full collection would
+    itself be the pause this avoids, and the old generation holds next to no
+    garbage this early.
     """
     started = time.monotonic()
     gc.collect(1)
