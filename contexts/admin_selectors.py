@@ -55,16 +55,7 @@ def user_list() -> QuerySet[User]:
 
 
 def workspace_list_all() -> QuerySet[Workspace]:
-    """Every workspace, with its member and memory counts and its owners' memberships (`owners`)."""
-    from memories.models import Memory  # the memories app depends on this one, not back
-
-    memories = (
-        Memory.objects.filter(workspace=OuterRef("pk"))
-        .order_by()
-        .values("workspace")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
+    """Every workspace, with its member count and its owners' memberships (`owners`)."""
     members = (
         Membership.objects.filter(workspace=OuterRef("pk"))
         .order_by()
@@ -76,7 +67,6 @@ def workspace_list_all() -> QuerySet[Workspace]:
     return (
         Workspace.objects.annotate(
             member_count=Coalesce(Subquery(members, output_field=IntegerField()), Value(0)),
-            memory_count=Coalesce(Subquery(memories, output_field=IntegerField()), Value(0)),
         )
         .prefetch_related(
             Prefetch("memberships", queryset=owners.order_by("user__username"), to_attr="owners")

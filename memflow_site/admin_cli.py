@@ -220,8 +220,13 @@ def users_set_password(args: argparse.Namespace) -> int:
 def workspaces_list(args: argparse.Namespace) -> int:
     _setup()
     from contexts import admin_selectors
+    from memories.selectors import memory_counts_by_workspace
 
-    records = [_workspace_json(w) for w in admin_selectors.workspace_list_all()]
+    counts = memory_counts_by_workspace()
+    records = [
+        _workspace_json(w) | {"memories": counts.get(w.pk, 0)}
+        for w in admin_selectors.workspace_list_all()
+    ]
     return _emit(
         args,
         records,

@@ -70,7 +70,7 @@ from memories.selectors.search import (
     workspace_size,
 )
 from memories.selectors.states import state_current, state_history, state_keys
-from memories.selectors.stats import ledger_summary, memory_stats
+from memories.selectors.stats import ledger_summary, memory_counts_by_workspace, memory_stats
 
 __all__ = [
     "DENSE_BLIND_SHARE",
@@ -124,6 +124,7 @@ __all__ = [
     "memories_by_norm_hash",
     "memory_below_retention",
     "memory_conflicts",
+    "memory_counts_by_workspace",
     "memory_fading",
     "memory_get",
     "memory_list",
