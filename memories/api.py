@@ -43,6 +43,7 @@ class MemoryOutput(serializers.Serializer):
     valid_to = serializers.DateTimeField(allow_null=True)
     superseded_by = serializers.IntegerField(allow_null=True)
     pinned = serializers.BooleanField()
+    expires_at = serializers.DateTimeField(allow_null=True)
     age = serializers.CharField()
     retention = serializers.FloatField()
     evidence_ids = serializers.ListField(child=serializers.IntegerField())
@@ -70,6 +71,7 @@ def memory_json(
         "valid_to": memory.valid_to,
         "superseded_by": memory.superseded_by_id,
         "pinned": memory.pinned,
+        "expires_at": memory.expires_at,
         "age": rendering.age_label(memory.created_at, now),
         "retention": round(
             retention(

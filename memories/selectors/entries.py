@@ -7,17 +7,30 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from contexts.errors import NotFound
 from contexts.models import Workspace
 from memories.models import Memory
 
 
+def unexpired() -> Q:
+    """An archive entry past its expiry is gone for readers at once, not when the daily
+    cleanup deletes it: every read path filters on this."""
+    return Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+
+
 def memory_get(*, workspace: Workspace, memory_id: int) -> Memory:
+    """The entry, unless it is missing or expired (both 404, with distinct codes)."""
     memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
     if memory is None:
         raise NotFound(f"No memory #{memory_id} in this workspace.", code="memory_not_found")
+    if memory.expires_at is not None and memory.expires_at <= timezone.now():
+        raise NotFound(
+            f"Memory #{memory_id} expired on {memory.expires_at:%Y-%m-%d %H:%M} UTC.",
+            code="memory_expired",
+        )
     return memory
 
 
@@ -35,7 +48,9 @@ class MemoryFilters:
 
     def sql(self, params: dict[str, Any], alias: str = "m") -> str:
         """A WHERE fragment (starting with AND) for these filters."""
-        parts = []
+        # The clock, not now(): that is the transaction's start, stale in a long one.
+        params["f_now"] = timezone.now()
+        parts = [f"({alias}.expires_at IS NULL OR {alias}.expires_at > %(f_now)s)"]
         if not self.include_superseded:
             parts.append(f"{alias}.valid_to IS NULL")
         if self.compartment is not None:
@@ -61,6 +76,7 @@ class MemoryFilters:
         return "".join(f" AND {p}" for p in parts)
 
     def queryset(self, qs: QuerySet[Memory]) -> QuerySet[Memory]:
+        qs = qs.filter(unexpired())
         if not self.include_superseded:
             qs = qs.filter(valid_to__isnull=True)
         if self.compartment is not None:
