@@ -15,9 +15,11 @@ from django.db import transaction
 from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
-from contexts.errors import Invalid, NotFound
+from contexts.errors import Conflict, Invalid, NotFound
 from contexts.flowctx import selectors, services
 from contexts.flowctx.api import ScratchpadApi, SummaryOutput, scratchpad_json
+from contexts.flowctx.conf import flowctx_setting
+from contexts.models import Workspace
 from contexts.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 
@@ -68,6 +70,12 @@ def _scratchpad_edit(
     call: Call, *, session_id: str, op: str, text: str, old_text: str = ""
 ) -> Answer:
     """ScratchpadApi.post for a tool call."""
+    if not flowctx_setting(call.workspace, "scratchpad"):
+        raise Conflict(
+            "The scratchpad is off in this workspace; an owner turns it on in its settings "
+            "(knob `scratchpad`).",
+            code="scratchpad_off",
+        )
     external_id = _session_required(call, session_id)
     values: dict[str, Any] = validated(
         ScratchpadApi.InputSerializer, {"op": op, "text": text, "old_text": old_text}
@@ -130,3 +138,12 @@ TOOLS = (
     flowctx_scratch_replace,
     flowctx_scratch_rethink,
 )
+SCRATCH_TOOLS = frozenset(
+    tool.__name__
+    for tool in (flowctx_scratch_append, flowctx_scratch_replace, flowctx_scratch_rethink)
+)
+
+
+def tools_hidden(*, workspace: Workspace) -> frozenset[str]:
+    """Tools not listed for this workspace: a model is not offered what would be refused."""
+    return frozenset() if flowctx_setting(workspace, "scratchpad") else SCRATCH_TOOLS

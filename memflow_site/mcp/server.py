@@ -20,6 +20,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool as MCPTool
 
 from memflow_site.mcp import core, flowctx, flymemory, skills
+from memflow_site.mcp.caller import SCOPE_KEY, Caller
 from memflow_site.mcp.profiles import DEFAULT_PROFILE, PROFILES
 
 TOOLS: tuple[Callable[..., Any], ...] = (
@@ -52,10 +53,24 @@ def _lean_schema(value: Any) -> Any:
 
 class LeanFastMCP(FastMCP):
     async def list_tools(self) -> list[MCPTool]:
+        hidden = _hidden_for_request(self)
         return [
             tool.model_copy(update={"inputSchema": _lean_schema(tool.inputSchema)})
             for tool in await super().list_tools()
+            if tool.name not in hidden
         ]
+
+
+def _hidden_for_request(server: FastMCP) -> frozenset[str]:
+    """What the caller's workspace turned off (its settings came with the request's caller)."""
+    try:
+        request = server.get_context().request_context.request
+    except ValueError:  # listed outside a request (the SDK's own tests, a script)
+        return frozenset()
+    caller = request.scope.get(SCOPE_KEY) if request is not None else None
+    if not isinstance(caller, Caller):
+        return frozenset()
+    return flowctx.tools_hidden(workspace=caller.workspace)
 
 
 def tools_for(profile: str) -> Sequence[Callable[..., Any]]:

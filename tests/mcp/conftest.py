@@ -47,3 +47,11 @@ def served(
     with serving(env, "--no-worker") as server:
         wait_for_embeddings(server)
         yield server
+
+
+@pytest.fixture
+def scratchpad_on(acme: Any) -> Any:
+    """acme with its scratchpad knob on (off by default), so the scratch tools are served."""
+    acme.settings = {**(acme.settings or {}), "scratchpad": True}
+    acme.save(update_fields=["settings"])
+    return acme

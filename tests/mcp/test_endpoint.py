@@ -74,7 +74,7 @@ def leaves(group: BaseExceptionGroup) -> list[BaseException]:
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
 
-def test_it_lists_every_tool(served, acme, alice, make_key):
+def test_it_lists_every_tool(served, acme, scratchpad_on, alice, make_key):
     names = Mcp(f"{served.url}/mcp/?workspace=acme", make_key(alice)).tool_names()
     assert set(names) == FLYMEMORY_TOOLS | MEMFLOW_TOOLS
     assert len(names) == len(set(names))

@@ -110,7 +110,7 @@ def test_flowctx_retrieve_reads_a_handoff_note(client, acme, alice):
     assert missing["code"] == "node_not_found"
 
 
-def test_the_scratchpad_tools_edit_the_sessions_working_memory(served, key, acme):
+def test_the_scratchpad_tools_edit_the_sessions_working_memory(served, key, acme, scratchpad_on):
     client = Mcp(f"{served.url}/mcp/?workspace=acme&session=dsh-7", key)
     client.ok("flowctx_scratch_append", text="Goal: ship the importer")
     text, pad = client.ok("flowctx_scratch_append", text="TODO: pickle fixture")
@@ -124,7 +124,7 @@ def test_the_scratchpad_tools_edit_the_sessions_working_memory(served, key, acme
         "chars_current": 12,
         "chars_limit": 8000,
         "version": 4,
-        "enabled": False,
+        "enabled": True,
     }
     stored = Scratchpad.objects.get(session__workspace=acme, session__external_id="dsh-7")
     assert stored.text == "Goal: review"

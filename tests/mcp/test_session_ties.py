@@ -105,7 +105,7 @@ def test_an_unknown_session_id_is_ignored_and_said_so(client, acme, hooked):
     assert not InjectionEvent.objects.filter(kind="expanded").exists()
 
 
-def test_a_tool_that_needs_a_session_refuses_an_unknown_one(client, acme, hooked):
+def test_a_tool_that_needs_a_session_refuses_an_unknown_one(client, acme, hooked, scratchpad_on):
     refused = client.error("flowctx_scratch_append", text="todo", session_id="not-a-session")
     assert refused["code"] == "session_not_found"
     client.ok("flowctx_scratch_append", text="todo: check the cron", session_id=SESSION)

@@ -189,7 +189,7 @@ def answer_of(result: Any) -> str:
 
 
 def test_another_workspaces_rows_are_not_found_by_any_tool(
-    served, acme, alice, evil, evil_world, make_key
+    served, acme, scratchpad_on, alice, evil, evil_world, make_key
 ):
     client = Mcp(f"{served.url}/mcp/?workspace=acme", make_key(alice))
     tools = list_tools(client)
@@ -215,7 +215,7 @@ def test_another_workspaces_rows_are_not_found_by_any_tool(
 
 @pytest.mark.parametrize("who", ["viewer", "read-only key"])
 def test_a_viewer_and_a_read_only_key_write_nothing(
-    served, acme, alice, victor, make_key, api, who
+    served, acme, scratchpad_on, alice, victor, make_key, api, who
 ):
     writer = api(make_key(alice))
     made = writer.post(

@@ -96,7 +96,9 @@ def size(tool: dict[str, Any]) -> int:
     return len(json.dumps(definition, ensure_ascii=False))
 
 
-def test_the_full_set_keeps_its_names_and_arguments_within_budget(served, acme, alice, make_key):
+def test_the_full_set_keeps_its_names_and_arguments_within_budget(
+    served, acme, scratchpad_on, alice, make_key
+):
     tools = listed(f"{served.url}/mcp/?workspace=acme", make_key(alice))
     arguments = {t["name"]: set(t["inputSchema"].get("properties", {})) for t in tools}
     assert arguments == ARGUMENTS
