@@ -12,7 +12,13 @@ from rest_framework.views import APIView
 
 from contexts import dashboard_selectors as dash_selectors
 from contexts import knobs, selectors, services
-from contexts.api_base import WorkspaceApiView, request_key
+from contexts.api_base import (
+    PAGE_PARAMETERS,
+    WorkspaceApiView,
+    page_response,
+    page_schema,
+    request_key,
+)
 from contexts.auth import request_user
 from contexts.errors import Forbidden
 from contexts.models import AgentSession, ApiKey, Membership, Workspace
@@ -37,13 +43,21 @@ class WorkspaceListCreateApi(APIView):
         slug = serializers.CharField(max_length=64)
         name = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
-    @extend_schema(operation_id="workspace_list", responses=WorkspaceOutput(many=True))
+    @extend_schema(
+        operation_id="workspace_list",
+        parameters=PAGE_PARAMETERS,
+        responses=page_schema("WorkspacePage", WorkspaceOutput),
+    )
     def get(self, request: Request) -> Response:
         key = request_key(request)
         memberships = selectors.membership_list_for_user(user=request.user)
         if key is not None and key.workspace_id is not None:
             memberships = memberships.filter(workspace_id=key.workspace_id)
-        return Response([_workspace_json(m.workspace, m.role) for m in memberships])
+        return page_response(
+            request,
+            memberships,
+            render=lambda rows: [_workspace_json(m.workspace, m.role) for m in rows],
+        )
 
     @extend_schema(
         operation_id="workspace_create", request=InputSerializer, responses={201: WorkspaceOutput}
@@ -125,10 +139,16 @@ class MemberListCreateApi(WorkspaceApiView):
             choices=Membership.Role.choices, default=Membership.Role.EDITOR
         )
 
-    @extend_schema(operation_id="member_list", responses=MemberOutput(many=True))
+    @extend_schema(
+        operation_id="member_list",
+        parameters=PAGE_PARAMETERS,
+        responses=page_schema("MemberPage", MemberOutput),
+    )
     def get(self, request: Request, slug: str) -> Response:
-        return Response(
-            MemberOutput(selectors.membership_list(workspace=self.workspace), many=True).data
+        return page_response(
+            request,
+            selectors.membership_list(workspace=self.workspace),
+            render=lambda rows: MemberOutput(rows, many=True).data,
         )
 
     @extend_schema(
@@ -189,14 +209,15 @@ class KeyListCreateApi(APIView):
 
     @extend_schema(
         operation_id="key_list",
-        responses=KeyOutput(many=True),
+        parameters=PAGE_PARAMETERS,
+        responses=page_schema("KeyPage", KeyOutput),
         description="The keys this credential may manage: all of them for a dashboard login; "
         "for an unrestricted key, itself and the keys of no wider scope; for a key "
         "restricted to a workspace, itself only.",
     )
     def get(self, request: Request) -> Response:
         keys = selectors.apikey_list(user=request.user, by_key=request_key(request))
-        return Response(KeyOutput(keys, many=True).data)
+        return page_response(request, keys, render=lambda rows: KeyOutput(rows, many=True).data)
 
     @extend_schema(
         operation_id="key_create", request=InputSerializer, responses={201: CreatedKeyOutput}
@@ -299,8 +320,6 @@ class SessionListApi(WorkspaceApiView):
         )
         state = serializers.ChoiceField(choices=["open", "ended", "all"], default="all")
         since = serializers.DateTimeField(required=False, help_text="started at or after")
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, max_value=1_000_000_000, default=0)
 
     class OutputSerializer(serializers.Serializer):
         count = serializers.IntegerField(help_text="sessions matching the filters, all pages")
@@ -308,7 +327,11 @@ class SessionListApi(WorkspaceApiView):
         limit = serializers.IntegerField()
         results = SessionRowOutput(many=True)
 
-    @extend_schema(operation_id="session_list", parameters=[Params], responses=OutputSerializer)
+    @extend_schema(
+        operation_id="session_list",
+        parameters=[Params, *PAGE_PARAMETERS],
+        responses=OutputSerializer,
+    )
     def get(self, request: Request, slug: str) -> Response:
         params = self.Params(data=request.query_params)
         params.is_valid(raise_exception=True)
@@ -320,13 +343,6 @@ class SessionListApi(WorkspaceApiView):
             directory=values.get("directory", ""),
             since=values.get("since"),
         )
-        offset, limit = values["offset"], values["limit"]
-        page = sessions[offset : offset + limit]
-        return Response(
-            {
-                "count": sessions.count(),
-                "offset": offset,
-                "limit": limit,
-                "results": SessionRowOutput(page, many=True).data,
-            }
+        return page_response(
+            request, sessions, render=lambda rows: SessionRowOutput(rows, many=True).data
         )

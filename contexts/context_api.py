@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contexts import selectors, services
-from contexts.api_base import WorkspaceApiView
+from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
 from contexts.auth import request_user
 from contexts.declarations import MAX_DECLARATION_BYTES, MAX_FILE_BYTES
 from contexts.declarations.config import ConfigError, ContextConfig
@@ -268,14 +268,23 @@ class DeclarationListCreateApi(WorkspaceApiView):
 
     @extend_schema(
         operation_id="declaration_list",
-        parameters=[OpenApiParameter("directory", str, description="Only this directory.")],
-        responses=DeclarationOutput(many=True),
+        parameters=[
+            OpenApiParameter("directory", str, description="Only this directory."),
+            *PAGE_PARAMETERS,
+        ],
+        responses=page_schema("DeclarationPage", DeclarationOutput),
     )
     def get(self, request: Request, slug: str) -> Response:
         declarations = selectors.declaration_list(
             workspace=self.workspace, directory=request.query_params.get("directory", "")
         )
-        return Response(DeclarationOutput(declarations, many=True).data)
+        return page_response(
+            request,
+            declarations,
+            default=200,
+            maximum=1000,
+            render=lambda rows: DeclarationOutput(rows, many=True).data,
+        )
 
     @extend_schema(
         operation_id="declaration_store",
@@ -346,18 +355,21 @@ class DocumentListCreateApi(WorkspaceApiView):
         operation_id="document_list",
         parameters=[
             OpenApiParameter("prefix", str, description="Only paths starting with this."),
-            OpenApiParameter("limit", int, description="At most this many (default 200)."),
-            OpenApiParameter("offset", int),
+            *PAGE_PARAMETERS,
         ],
-        responses=DocumentOutput(many=True),
+        responses=page_schema("DocumentPage", DocumentOutput),
     )
     def get(self, request: Request, slug: str) -> Response:
-        limit = _query_int(request, "limit", 200, maximum=1000)
-        offset = _query_int(request, "offset", 0, maximum=1_000_000_000)
         documents = selectors.context_document_list(
             workspace=self.workspace, prefix=request.query_params.get("prefix", "")
-        )[offset : offset + limit]
-        return Response(DocumentOutput(documents, many=True).data)
+        )
+        return page_response(
+            request,
+            documents,
+            default=200,
+            maximum=1000,
+            render=lambda rows: DocumentOutput(rows, many=True).data,
+        )
 
     @extend_schema(
         operation_id="document_store",
@@ -387,16 +399,3 @@ class DocumentDetailApi(WorkspaceApiView):
     def delete(self, request: Request, slug: str, document_id: int) -> Response:
         services.context_document_delete(workspace=self.workspace, document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-def _query_int(request: Request, name: str, default: int, *, maximum: int | None) -> int:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise Invalid(f"{name} must be a whole number.", code="invalid_query") from None
-    if value < 0:
-        raise Invalid(f"{name} cannot be negative.", code="invalid_query")
-    return min(value, maximum) if maximum is not None else value

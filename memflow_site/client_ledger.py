@@ -63,10 +63,11 @@ def _workspace(config: dict[str, Any], given: str) -> str:
     slug = given or str(config.get("workspace") or "")
     if slug:
         return slug
-    status, body = _get(config, "/api/v1/workspaces/")
-    if status != 200 or not isinstance(body, list):
+    status, body = _get(config, "/api/v1/workspaces/?limit=200")
+    rows = body.get("results") if isinstance(body, dict) else None  # a page of the list
+    if status != 200 or not isinstance(rows, list):
         raise _refusal(status, body, "Listing workspaces")
-    slugs = sorted(str(w.get("slug")) for w in body if isinstance(w, dict))
+    slugs = sorted(str(w.get("slug")) for w in rows if isinstance(w, dict))
     if len(slugs) != 1:
         raise LedgerError(
             "Say which workspace: --workspace or MEMFLOW_WORKSPACE (this key can use: "

@@ -148,7 +148,7 @@ def _check_key(report: Report, config: dict[str, Any], sources: dict[str, str]) 
         report.line("api key", "not set")
         return
     shown = f"{raw[:KEY_PREFIX_CHARS]}…"
-    status, body = _get(config, "/api/v1/workspaces/")
+    status, body = _get(config, "/api/v1/workspaces/?limit=200")
     if status in (401, 403):
         report.problems.append(
             f"The server refuses the API key {shown} ({status}: {_detail(body) or 'not valid'}); "
@@ -156,11 +156,12 @@ def _check_key(report: Report, config: dict[str, Any], sources: dict[str, str]) 
         )
         report.line("api key", f"{shown}  ({sources['api_key']}): refused")
         return
-    if status != 200 or not isinstance(body, list):
+    rows = body.get("results") if isinstance(body, dict) else None  # a page of the list
+    if status != 200 or not isinstance(rows, list):
         report.problems.append(f"Listing workspaces answered {status}: {_detail(body)}")
         report.line("api key", f"{shown}  ({sources['api_key']}): unknown")
         return
-    workspaces = {str(w.get("slug")): w for w in body if isinstance(w, dict)}
+    workspaces = {str(w.get("slug")): w for w in rows if isinstance(w, dict)}
     key = _this_key(config, raw)
     scope = key.get("scope") if key else None
     restricted = key.get("workspace") if key else None
@@ -220,9 +221,10 @@ def _check_key(report: Report, config: dict[str, Any], sources: dict[str, str]) 
 
 def _this_key(config: dict[str, Any], raw: str) -> dict[str, Any] | None:
     try:
-        status, keys = _get(config, "/api/v1/keys/")
+        status, body = _get(config, "/api/v1/keys/?limit=200")
     except Exception:
         return None
+    keys = body.get("results") if isinstance(body, dict) else None
     if status != 200 or not isinstance(keys, list):
         return None
     return next(

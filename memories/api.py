@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contexts.api_base import WorkspaceApiView
+from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
 from contexts.auth import request_user
 from contexts.knobs import knob
 from contexts.models import AgentSession
@@ -195,10 +195,12 @@ class MemoryListCreateApi(MemoryApiView):
             choices=["current", "superseded", "all"], default="current"
         )
         contains = serializers.CharField(required=False, max_length=200)
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-        offset = serializers.IntegerField(min_value=0, max_value=1_000_000_000, default=0)
 
-    @extend_schema(operation_id="memory_list", parameters=[ListParams], responses=MemoryPageOutput)
+    @extend_schema(
+        operation_id="memory_list",
+        parameters=[ListParams, *PAGE_PARAMETERS],
+        responses=MemoryPageOutput,
+    )
     def get(self, request: Request, slug: str) -> Response:
         params = self.ListParams(data=request.query_params)
         params.is_valid(raise_exception=True)
@@ -211,16 +213,11 @@ class MemoryListCreateApi(MemoryApiView):
         )
         if f["status"] == "superseded":
             qs = qs.filter(valid_to__isnull=False)
-        total = qs.count()
-        page = qs.select_related("session", "workspace")[f["offset"] : f["offset"] + f["limit"]]
         now = timezone.now()
-        return Response(
-            {
-                "count": total,
-                "offset": f["offset"],
-                "limit": f["limit"],
-                "results": [memory_json(m, now=now) for m in page],
-            }
+        return page_response(
+            request,
+            qs.select_related("session", "workspace"),
+            render=lambda rows: [memory_json(m, now=now) for m in rows],
         )
 
     @extend_schema(
@@ -498,11 +495,17 @@ class ConsolidateApi(MemoryApiView):
 
 
 class StateListApi(MemoryApiView):
-    @extend_schema(operation_id="state_list", responses=MemoryOutput(many=True))
+    @extend_schema(
+        operation_id="state_list",
+        parameters=PAGE_PARAMETERS,
+        responses=page_schema("StatePage", MemoryOutput),
+    )
     def get(self, request: Request, slug: str) -> Response:
         now = timezone.now()
-        return Response(
-            [memory_json(m, now=now) for m in selectors.state_keys(workspace=self.workspace)]
+        return page_response(
+            request,
+            selectors.state_keys(workspace=self.workspace),
+            render=lambda rows: [memory_json(m, now=now) for m in rows],
         )
 
 
@@ -527,14 +530,17 @@ class StateDetailApi(MemoryApiView):
 
 
 class StateHistoryApi(MemoryApiView):
-    @extend_schema(operation_id="state_history", responses=MemoryOutput(many=True))
+    @extend_schema(
+        operation_id="state_history",
+        parameters=PAGE_PARAMETERS,
+        responses=page_schema("StateHistoryPage", MemoryOutput),
+    )
     def get(self, request: Request, slug: str, key: str) -> Response:
         now = timezone.now()
-        return Response(
-            [
-                memory_json(m, now=now)
-                for m in selectors.state_history(workspace=self.workspace, key=key)
-            ]
+        return page_response(
+            request,
+            selectors.state_history(workspace=self.workspace, key=key),
+            render=lambda rows: [memory_json(m, now=now) for m in rows],
         )
 
 
@@ -543,7 +549,6 @@ class ConflictsApi(MemoryApiView):
         threshold = serializers.FloatField(
             min_value=0.5, max_value=1.0, allow_null=True, default=None
         )
-        limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
 
     class OutputSerializer(serializers.Serializer):
         a = MemoryOutput()
@@ -551,25 +556,30 @@ class ConflictsApi(MemoryApiView):
         cosine = serializers.FloatField()
 
     @extend_schema(
-        operation_id="memory_conflicts", parameters=[Params], responses=OutputSerializer(many=True)
+        operation_id="memory_conflicts",
+        parameters=[Params, *PAGE_PARAMETERS],
+        responses=page_schema("ConflictPage", OutputSerializer),
     )
     def get(self, request: Request, slug: str) -> Response:
         params = self.Params(data=request.query_params)
         params.is_valid(raise_exception=True)
         values: dict[str, Any] = params.validated_data
+        # The scan is bounded (the newest entries), so all its conflicts are found and paged.
         conflicts = selectors.memory_conflicts(
-            workspace=self.workspace, threshold=values["threshold"], limit=values["limit"]
+            workspace=self.workspace, threshold=values["threshold"], limit=1000
         )
         now = timezone.now()
-        return Response(
-            [
+        return page_response(
+            request,
+            conflicts,
+            render=lambda rows: [
                 {
                     "a": memory_json(c.a, now=now),
                     "b": memory_json(c.b, now=now),
                     "cosine": round(c.cosine, 4),
                 }
-                for c in conflicts
-            ]
+                for c in rows
+            ],
         )
 
 
@@ -715,11 +725,17 @@ class DedupeEventListApi(MemoryApiView):
         created_at = serializers.DateTimeField()
         undone_at = serializers.DateTimeField(allow_null=True)
 
-    @extend_schema(operation_id="dedupe_event_list", responses=OutputSerializer(many=True))
+    @extend_schema(
+        operation_id="dedupe_event_list",
+        parameters=PAGE_PARAMETERS,
+        responses=page_schema("DedupeEventPage", OutputSerializer),
+    )
     def get(self, request: Request, slug: str) -> Response:
-        events = DedupeEvent.objects.filter(workspace=self.workspace).order_by("-created_at")[:200]
-        return Response(
-            [
+        events = DedupeEvent.objects.filter(workspace=self.workspace).order_by("-created_at", "-id")
+        return page_response(
+            request,
+            events,
+            render=lambda rows: [
                 {
                     "id": e.pk,
                     "memory": e.memory_id,
@@ -731,8 +747,8 @@ class DedupeEventListApi(MemoryApiView):
                     "created_at": e.created_at,
                     "undone_at": e.undone_at,
                 }
-                for e in events
-            ]
+                for e in rows
+            ],
         )
 
 

@@ -10,7 +10,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contexts.api_base import request_key
+from contexts.api_base import PAGE_PARAMETERS, page_response, page_schema, request_key
 from contexts.auth import request_user
 from contexts.errors import Forbidden
 from contexts.models import AgentSession
@@ -192,13 +192,19 @@ class RevisionOutput(serializers.Serializer):
 
 
 class CoreRevisionsApi(MemoryApiView):
-    @extend_schema(operation_id="core_revisions", responses=RevisionOutput(many=True))
+    @extend_schema(
+        operation_id="core_revisions",
+        parameters=PAGE_PARAMETERS,
+        responses=page_schema("CoreRevisionPage", RevisionOutput),
+    )
     def get(self, request: Request, slug: str, target: str) -> Response:
         scope = core.scope_for(target)
         revisions = core.core_revisions(
             scope=scope, workspace=self.workspace, user=_owner(self, request, scope)
         )
-        return Response([revision_json(r) for r in revisions])
+        return page_response(
+            request, revisions, render=lambda rows: [revision_json(r) for r in rows]
+        )
 
 
 class CoreRevertApi(MemoryApiView):

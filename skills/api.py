@@ -29,7 +29,7 @@ from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contexts.api_base import WorkspaceApiView
+from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
 from contexts.auth import request_user
 from contexts.errors import Invalid
 from contexts.models import AgentSession
@@ -129,9 +129,7 @@ class SkillListCreateApi(SkillApiView):
         status = serializers.ChoiceField(choices=selectors.STATUS_FILTERS, default="available")
         scope = ScopeField(required=False)
 
-    class OutputSerializer(serializers.Serializer):
-        count = serializers.IntegerField()
-        results = CatalogueEntry(many=True)
+    OutputSerializer = page_schema("SkillCataloguePage", CatalogueEntry)
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=NAME_MAX)
@@ -143,7 +141,7 @@ class SkillListCreateApi(SkillApiView):
 
     @extend_schema(
         operation_id="skill_list",
-        parameters=[ListParams],
+        parameters=[ListParams, *PAGE_PARAMETERS],
         responses=OutputSerializer,
         description="The catalogue: name, description and scope of each skill; bodies are "
         "loaded one at a time. `status=available` (default) is active and stale skills.",
@@ -157,15 +155,20 @@ class SkillListCreateApi(SkillApiView):
             status=params.validated_data["status"],
             scope=params.validated_data.get("scope"),
         ).only("name", "description", "workspace_id", "owner_id")
-        results = [
-            dict(
-                CatalogueEntry(
-                    {"name": s.name, "description": s.description, "scope": s.scope}
-                ).data
-            )
-            for s in skills
-        ]
-        return Response({"count": len(results), "results": results})
+        return page_response(
+            request,
+            skills,
+            default=200,
+            maximum=500,
+            render=lambda rows: [
+                dict(
+                    CatalogueEntry(
+                        {"name": s.name, "description": s.description, "scope": s.scope}
+                    ).data
+                )
+                for s in rows
+            ],
+        )
 
     @extend_schema(
         operation_id="skill_create", request=InputSerializer, responses={201: SkillOutput}
@@ -316,11 +319,19 @@ class SkillUsesApi(SkillApiView):
         optimization_queued = serializers.BooleanField()
 
     @extend_schema(
-        operation_id="skill_use_list", parameters=[ScopeParams], responses=SkillUseOutput(many=True)
+        operation_id="skill_use_list",
+        parameters=[ScopeParams, *PAGE_PARAMETERS],
+        responses=page_schema("SkillUsePage", SkillUseOutput),
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
         skill = self.skill_for(request, name)
-        return Response([use_json(u) for u in selectors.skill_uses(skill=skill)[:500]])
+        return page_response(
+            request,
+            selectors.skill_uses(skill=skill),
+            default=100,
+            maximum=500,
+            render=lambda rows: [use_json(u) for u in rows],
+        )
 
     @extend_schema(
         operation_id="skill_use_record",
@@ -362,11 +373,14 @@ class SkillVersionsApi(SkillApiView):
 
     @extend_schema(
         operation_id="skill_version_list",
-        parameters=[ScopeParams],
-        responses=OutputSerializer(many=True),
+        parameters=[ScopeParams, *PAGE_PARAMETERS],
+        responses=page_schema("SkillVersionPage", OutputSerializer),
     )
     def get(self, request: Request, slug: str, name: str) -> Response:
         skill = self.skill_for(request, name)
+        return page_response(request, selectors.skill_versions(skill=skill), render=self._rows)
+
+    def _rows(self, versions: list[Any]) -> Any:
         rows = [
             {
                 "version": v.version,
@@ -378,9 +392,9 @@ class SkillVersionsApi(SkillApiView):
                 "created_by": v.created_by.get_username() if v.created_by else None,
                 "created_at": v.created_at,
             }
-            for v in selectors.skill_versions(skill=skill)
+            for v in versions
         ]
-        return Response(self.OutputSerializer(rows, many=True).data)
+        return self.OutputSerializer(rows, many=True).data
 
 
 # --- export and import ------------------------------------------------------------------------
@@ -500,7 +514,6 @@ class SkillEventListApi(SkillApiView):
     class Params(serializers.Serializer):
         skill = serializers.CharField(required=False, max_length=NAME_MAX)
         kind = serializers.ChoiceField(choices=SkillEvent.Kind.choices, required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
 
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -515,8 +528,8 @@ class SkillEventListApi(SkillApiView):
 
     @extend_schema(
         operation_id="skill_event_list",
-        parameters=[Params, OpenApiParameter("scope", str, required=False)],
-        responses=OutputSerializer(many=True),
+        parameters=[Params, OpenApiParameter("scope", str, required=False), *PAGE_PARAMETERS],
+        responses=page_schema("SkillEventPage", OutputSerializer),
         description="Why skills appeared, changed, merged or were archived, newest first.",
     )
     def get(self, request: Request, slug: str) -> Response:
@@ -529,6 +542,9 @@ class SkillEventListApi(SkillApiView):
         )
         if values.get("kind"):
             events = events.filter(kind=values["kind"])
+        return page_response(request, events, default=100, maximum=500, render=self._rows)
+
+    def _rows(self, events: list[Any]) -> Any:
         rows = [
             {
                 "id": e.pk,
@@ -541,9 +557,9 @@ class SkillEventListApi(SkillApiView):
                 "proposal": e.proposal_id,
                 "created_at": e.created_at,
             }
-            for e in events[: values["limit"]]
+            for e in events
         ]
-        return Response(self.OutputSerializer(rows, many=True).data)
+        return self.OutputSerializer(rows, many=True).data
 
 
 class ProposalOutput(serializers.Serializer):
@@ -592,12 +608,11 @@ def proposal_json(proposal: SkillProposal) -> dict[str, Any]:
 class ProposalListApi(SkillApiView):
     class Params(serializers.Serializer):
         status = serializers.ChoiceField(choices=SkillProposal.Status.choices, required=False)
-        limit = serializers.IntegerField(min_value=1, max_value=500, default=100)
 
     @extend_schema(
         operation_id="skill_proposal_list",
-        parameters=[Params],
-        responses=ProposalOutput(many=True),
+        parameters=[Params, *PAGE_PARAMETERS],
+        responses=page_schema("SkillProposalPage", ProposalOutput),
     )
     def get(self, request: Request, slug: str) -> Response:
         params = self.Params(data=request.query_params)
@@ -605,7 +620,13 @@ class ProposalListApi(SkillApiView):
         proposals = selectors.proposal_list(
             workspace=self.workspace, status=params.validated_data.get("status")
         )
-        return Response([proposal_json(p) for p in proposals[: params.validated_data["limit"]]])
+        return page_response(
+            request,
+            proposals,
+            default=100,
+            maximum=500,
+            render=lambda rows: [proposal_json(p) for p in rows],
+        )
 
 
 class ProposalAcceptApi(SkillApiView):

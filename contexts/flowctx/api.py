@@ -20,7 +20,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contexts.api_base import WorkspaceApiView
+from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
 from contexts.auth import request_user
 from contexts.errors import Invalid
 from contexts.flowctx import selectors, services, tasks
@@ -182,7 +182,8 @@ class SummaryOutput(serializers.Serializer):
 class SummaryListApi(WorkspaceApiView):
     @extend_schema(
         operation_id="summary_list",
-        responses=SummaryOutput(many=True),
+        parameters=PAGE_PARAMETERS,
+        responses=page_schema("SummaryPage", SummaryOutput),
         description="The active handoff notes of the session, oldest first; `?all=1` adds "
         "the nodes already condensed into a higher one.",
     )
@@ -192,7 +193,9 @@ class SummaryListApi(WorkspaceApiView):
             nodes = selectors.summaries_all(session=session)
         else:
             nodes = selectors.summaries_active(session=session)
-        return Response(SummaryOutput(nodes, many=True).data)
+        return page_response(
+            request, nodes, render=lambda rows: SummaryOutput(rows, many=True).data
+        )
 
 
 class SummaryFoldApi(WorkspaceApiView):

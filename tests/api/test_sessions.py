@@ -70,10 +70,16 @@ def test_each_listed_session_has_its_counts(acme, bob, make_key, api):
 
 def test_bad_filters_are_refused_with_a_code(acme, bob, make_key, api):
     client = api(make_key(bob))
-    for params in ({"limit": 0}, {"since": "yesterday"}, {"state": "paused"}, {"offset": -1}):
+    for params, code in (
+        ({"limit": 0}, "invalid_page"),
+        ({"limit": 201}, "limit_too_large"),
+        ({"since": "yesterday"}, "invalid"),
+        ({"state": "paused"}, "invalid"),
+        ({"offset": -1}, "invalid_page"),
+    ):
         response = client.get(URL, params)
         assert response.status_code == 400, params
-        assert response.json()["code"] == "invalid", params
+        assert response.json()["code"] == code, params
 
 
 def test_the_detail_tells_what_the_model_saw_and_why(acme, bob, make_key, api):

@@ -58,7 +58,7 @@ def test_a_declaration_is_created_then_replaced(alice_api):
     assert replaced.status_code == 200
     assert replaced.json()["id"] == data["id"]
     assert (replaced.json()["preload"], replaced.json()["inherit"]) == (["m.md"], True)
-    listed = alice_api.get(f"{BASE}/declarations/", {"directory": "/srv/app"}).json()
+    listed = alice_api.get(f"{BASE}/declarations/", {"directory": "/srv/app"}).json()["results"]
     assert [d["id"] for d in listed] == [data["id"]]
     detail = alice_api.get(f"{BASE}/declarations/{data['id']}/").json()
     assert detail["source_text"] == "preload: [m.md]\ninherit: true\n"
@@ -120,7 +120,7 @@ def test_documents_are_stored_in_bulk_listed_without_content_and_replaced(alice_
         {"path": "/srv/app/AGENT.md", "sha256": sha256_text("agent\n"), "bytes": 6},
         {"path": "/srv/app/memory/notes.md", "sha256": sha256_text("笔记"), "bytes": 6},
     ]
-    listed = alice_api.get(f"{BASE}/documents/", {"prefix": "/srv/app/memory/"}).json()
+    listed = alice_api.get(f"{BASE}/documents/", {"prefix": "/srv/app/memory/"}).json()["results"]
     assert [d["path"] for d in listed] == ["/srv/app/memory/notes.md"]
     assert "content" not in listed[0]
     again = [{"path": "/srv/app/AGENT.md", "content": "agent v2\n"}]

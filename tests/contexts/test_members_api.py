@@ -20,7 +20,7 @@ def test_the_owner_adds_changes_and_removes_members(acme, alice, mallory, make_k
 
 def test_members_are_listed_for_any_member(acme, victor, make_key, api):
     response = api(make_key(victor, scope="read")).get("/api/v1/workspaces/acme/members/")
-    assert {(m["username"], m["role"]) for m in response.json()} == {
+    assert {(m["username"], m["role"]) for m in response.json()["results"]} == {
         ("alice", "owner"),
         ("bob", "editor"),
         ("victor", "viewer"),

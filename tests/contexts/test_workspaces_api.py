@@ -6,7 +6,7 @@ from contexts.models import Membership, Workspace
 def test_it_lists_only_my_workspaces_with_my_role(acme, evil, bob, make_key, api):
     response = api(make_key(bob)).get("/api/v1/workspaces/")
     assert response.status_code == 200
-    assert [(w["slug"], w["role"]) for w in response.json()] == [("acme", "editor")]
+    assert [(w["slug"], w["role"]) for w in response.json()["results"]] == [("acme", "editor")]
 
 
 def test_it_makes_the_creator_the_owner(alice, make_key, api):
@@ -93,7 +93,7 @@ def test_a_workspace_restricted_key_sees_only_its_workspace(acme, alice, make_ke
     other = api(make_key(alice)).post("/api/v1/workspaces/", {"slug": "other"}, format="json")
     assert other.status_code == 201
     restricted = api(make_key(alice, workspace=Workspace.objects.get(slug="other")))
-    assert [w["slug"] for w in restricted.get("/api/v1/workspaces/").json()] == ["other"]
+    assert [w["slug"] for w in restricted.get("/api/v1/workspaces/").json()["results"]] == ["other"]
     response = restricted.get("/api/v1/workspaces/acme/")
     assert response.status_code == 404
     assert response.json()["code"] == "workspace_not_found"

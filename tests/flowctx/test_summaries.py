@@ -185,10 +185,10 @@ def test_the_api_lists_active_notes_and_returns_one(client, acme, bob):
         session=session, generation=services.summaries_request_fold(session=session)
     )
     base = "/api/v1/workspaces/acme/sessions/long-1/summaries/"
-    active = client.get(base).json()
+    active = client.get(base).json()["results"]
     assert [n["node"] for n in active] == ["d1-1-120", "d0-121-140"]
     assert all(n["active"] for n in active)
-    everything = client.get(base + "?all=1").json()
+    everything = client.get(base + "?all=1").json()["results"]
     assert len(everything) == 8
     assert {n["parent"] for n in everything if n["depth"] == 0 and n["end_turn"] <= 120} == {
         "d1-1-120"

@@ -88,7 +88,7 @@ def test_createuser_createkey_and_doctor(tmp_path):
         response = httpx.get(
             f"{served.url}/api/v1/workspaces/", headers={"Authorization": f"Bearer {raw_key}"}
         )
-        assert response.status_code == 200 and response.json() == []
+        assert response.status_code == 200 and response.json()["results"] == []
         deadline = time.monotonic() + 30
         while True:  # the worker announces itself through the shared cache
             doctor = memflow("doctor", "--require-worker", env=env, check=False)

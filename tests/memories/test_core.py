@@ -290,7 +290,7 @@ def test_the_api_shows_a_sessions_frozen_view(acme, bob, make_key, api):
     frozen = client.get(f"{BASE}/core/?session=sess-1").json()
     assert frozen["frozen"] is True and frozen["memory"]["lines"] == ["Before the session §"]
     assert client.get(f"{BASE}/core/?session=unknown").json()["frozen"] is False
-    revisions = client.get(f"{BASE}/core/memory/revisions/").json()
+    revisions = client.get(f"{BASE}/core/memory/revisions/").json()["results"]
     reverted = client.post(
         f"{BASE}/core/memory/revert/", {"version": revisions[-1]["version"]}, format="json"
     )

@@ -91,7 +91,7 @@ def test_states_keep_one_current_value_and_a_history(bob_api):
     assert len(second["superseded"]) == 1
     current = bob_api.get(f"{BASE}/states/deploy.target/").json()
     assert current["value"] == "staging-2"
-    history = bob_api.get(f"{BASE}/states/deploy.target/history/").json()
+    history = bob_api.get(f"{BASE}/states/deploy.target/history/").json()["results"]
     assert [h["state_value"] for h in history] == ["staging-1", "staging-2"]
     assert history[0]["valid_to"] is not None and history[0]["superseded_by"] == second["id"]
     assert bob_api.get(f"{BASE}/states/nope/").json()["code"] == "state_not_found"
@@ -277,7 +277,7 @@ def test_stats_session_pack_conflicts_and_cleanup(bob_api):
     assert stats["current"] == 2 and stats["by_source"] == {"hook": 1, "model": 1}
     pack = bob_api.get(f"{BASE}/session-pack/?minutes=60").json()
     assert len(pack["trail"]) == 2
-    conflicts = bob_api.get(f"{BASE}/conflicts/?threshold=0.8").json()
+    conflicts = bob_api.get(f"{BASE}/conflicts/?threshold=0.8").json()["results"]
     assert len(conflicts) == 1
     cleanup = post(bob_api, "cleanup/", {})
     assert cleanup.json()["dry_run"] is True and cleanup.json()["candidates"] == []

@@ -96,7 +96,8 @@ def test_viewers_and_read_keys_keep_every_read(acme, victor, alice, make_key, ap
             response = client.get(f"{BASE}/{path}")
             assert response.status_code == 200, (path, response.content)
         assert any(
-            d["directory"] == str(project) for d in client.get(f"{BASE}/declarations/").json()
+            d["directory"] == str(project)
+            for d in client.get(f"{BASE}/declarations/").json()["results"]
         )
     # What a directory is given, seen without writing a session log: the
     # dashboard's preview, for a viewer too.
@@ -133,7 +134,7 @@ def _works(api: Any, raw: str) -> bool:
 def _listed(api: Any, raw: str) -> set[int]:
     response = api(raw).get("/api/v1/keys/")
     assert response.status_code == 200, response.content
-    return {item["id"] for item in response.json()}
+    return {item["id"] for item in response.json()["results"]}
 
 
 def test_a_restricted_key_sees_and_manages_only_itself(api, keys):
@@ -211,5 +212,5 @@ def test_the_dashboard_login_still_manages_every_key(alice, keys, api):
     # The same login through the REST API (session authentication) too.
     session_api = APIClient()
     session_api.force_login(alice)
-    listed = {item["id"] for item in session_api.get("/api/v1/keys/").json()}
+    listed = {item["id"] for item in session_api.get("/api/v1/keys/").json()["results"]}
     assert {_id(raw) for raw in keys.values()} <= listed

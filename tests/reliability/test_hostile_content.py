@@ -93,7 +93,7 @@ def test_hostile_memory_text_is_stored_and_served_back_byte_for_byte(client, tex
 def test_hostile_document_content_round_trips_exactly(client, text):
     stored = post(client, "documents/", {"documents": [{"path": "/repo/evil.md", "content": text}]})
     assert stored.status_code == 200, stored.content
-    listing = client.get("/api/v1/workspaces/acme/documents/").json()
+    listing = client.get("/api/v1/workspaces/acme/documents/").json()["results"]
     got = client.get(f"/api/v1/workspaces/acme/documents/{listing[0]['id']}/")
     assert got.json()["content"] == text
 
@@ -115,7 +115,7 @@ def test_hostile_text_renders_inert_on_the_dashboard(acme, bob, client, browser)
     hook(client, "user-prompt", {"session_id": "s-evil", "workspace": "acme", "prompt": html_text})
     browser.force_login(bob)
     declaration = Declaration.objects.get(workspace=acme)
-    document_id = client.get("/api/v1/workspaces/acme/documents/").json()[0]["id"]
+    document_id = client.get("/api/v1/workspaces/acme/documents/").json()["results"][0]["id"]
     session_id = acme.sessions.get(external_id="s-evil").pk
     pages = {  # page: whether it shows the text
         "/w/acme/memories/": True,
@@ -164,7 +164,7 @@ def test_a_one_megabyte_document_is_stored_whole(client):
         client, "documents/", {"documents": [{"path": "/repo/big.txt", "content": content}]}
     )
     assert stored.status_code == 200, stored.content[:300]
-    listing = client.get("/api/v1/workspaces/acme/documents/").json()
+    listing = client.get("/api/v1/workspaces/acme/documents/").json()["results"]
     got = client.get(f"/api/v1/workspaces/acme/documents/{listing[0]['id']}/")
     assert got.json()["content"] == content
 

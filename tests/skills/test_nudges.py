@@ -59,7 +59,7 @@ def test_accepting_a_nudged_proposal_drafts_and_saves_the_skill(
     play(BILLING_PROMPT, BILLING_TOOLS)
     proposal = SkillProposal.objects.get()
     base = "/api/v1/workspaces/acme/skills/proposals/"
-    listed = client.get(base + "?status=pending").json()
+    listed = client.get(base + "?status=pending").json()["results"]
     assert [(p["id"], p["status"]) for p in listed] == [(proposal.pk, "pending")]
     assert listed[0]["nudge"].startswith("<memflow-nudge") and listed[0]["nudge_shown_at"] is None
     with django_capture_on_commit_callbacks(execute=True):
