@@ -8,9 +8,11 @@ class ContextsConfig(AppConfig):
     verbose_name = "Contexts: workspaces, keys, sessions"
 
     def ready(self) -> None:
-        from contexts import checks, hook_providers, schema  # noqa: F401  (checks, OpenAPI scheme)
+        from contexts import checks, hook_providers, quotas, schema  # noqa: F401  (checks, OpenAPI scheme, quota knobs)
         from contexts.flowctx import conf as flowctx_conf  # noqa: F401  (registers the knobs)
         from contexts.flowctx import hooks as flowctx_hooks
+        from contexts.flowctx import selectors as flowctx_selectors
 
         hook_providers.register()
+        quotas.register_meter("compression", flowctx_selectors.compression_usage)
         flowctx_hooks.register()

@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from contexts import dashboard_selectors as dash_selectors
-from contexts import knobs, selectors, services
+from contexts import knobs, quotas, selectors, services
 from contexts.auth import request_user
 from contexts.dashboard import (
     HtmxHttpRequest,
@@ -421,6 +421,7 @@ def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "member_form": member_form,
         "roles": Membership.Role.choices,
         "members": selectors.membership_list(workspace=workspace),
+        "quotas": quotas.quota_report(workspace=workspace),
         "context_options": json.dumps(
             (workspace.settings or {}).get(selectors.CONTEXT_SETTINGS_KEY) or {}, indent=2
         ),

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from django.db.models import Sum
 from django.utils import timezone
 
 from contexts.errors import Invalid, NotFound
 from contexts.hooks import inert
 from contexts.knobs import knob
 from contexts.models import AgentSession, CompressionRef, Scratchpad, SummaryNode, Workspace
+from contexts.quotas import Usage
 
 # Long enough that a model quoting a shortened hash still names one original.
 MIN_HASH_PREFIX = 12
@@ -91,3 +93,9 @@ def scratchpad_render(*, session: AgentSession, pad: Scratchpad | None = None) -
         f'<working_memory chars_current="{len(pad.text)}" chars_limit="{limit}">\n'
         f"{inert(pad.text)}\n</working_memory>"
     )
+
+
+def compression_usage(workspace: Workspace) -> Usage:
+    """The bytes of stored originals, for the workspace's `quota_bytes`."""
+    size = CompressionRef.objects.filter(workspace=workspace).aggregate(n=Sum("size"))["n"]
+    return Usage(stored_bytes=size or 0)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import cast
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
@@ -32,6 +33,7 @@ from contexts.models import (
     SummaryNode,
     Workspace,
 )
+from contexts.quotas import quota_check
 from contexts.secrets import find_secret
 
 logger = logging.getLogger(__name__)
@@ -144,6 +146,7 @@ def _ref_upsert(
 ) -> CompressionRef:
     existing = CompressionRef.objects.filter(workspace=workspace, sha256=sha).first()
     if existing is None:
+        quota_check(workspace=workspace, stored_bytes=cast(int, defaults["size"]))
         try:
             with transaction.atomic():
                 return CompressionRef.objects.create(workspace=workspace, sha256=sha, **defaults)

@@ -18,7 +18,7 @@ from mcp.types import CallToolResult
 from contexts.errors import Conflict, Invalid, NotFound
 from contexts.flowctx import selectors, services
 from contexts.flowctx.api import ScratchpadApi, SummaryOutput, scratchpad_json
-from contexts.flowctx.conf import flowctx_setting
+from contexts.knobs import knob
 from contexts.models import Workspace
 from contexts.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
@@ -70,7 +70,7 @@ def _scratchpad_edit(
     call: Call, *, session_id: str, op: str, text: str, old_text: str = ""
 ) -> Answer:
     """ScratchpadApi.post for a tool call."""
-    if not flowctx_setting(call.workspace, "scratchpad"):
+    if not knob(call.workspace, "scratchpad"):
         raise Conflict(
             "The scratchpad is off in this workspace; an owner turns it on in its settings "
             "(knob `scratchpad`).",
@@ -146,4 +146,4 @@ SCRATCH_TOOLS = frozenset(
 
 def tools_hidden(*, workspace: Workspace) -> frozenset[str]:
     """Tools not listed for this workspace: a model is not offered what would be refused."""
-    return frozenset() if flowctx_setting(workspace, "scratchpad") else SCRATCH_TOOLS
+    return frozenset() if knob(workspace, "scratchpad") else SCRATCH_TOOLS

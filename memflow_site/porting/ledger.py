@@ -27,6 +27,7 @@ from contexts.models import Workspace
 from memflow_site.porting.report import ImportReport, Progress, chunks
 from memories import lexical, selectors, services
 from memories.models import DedupeEvent, Memory
+from memories.services.quota import memory_quota_check
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -178,6 +179,8 @@ def remember_incoming(
         else:
             todo.append(inc)
 
+    # Past a quota the import is refused whole, before its first batch commits.
+    memory_quota_check(workspace=workspace, texts=[inc.item.text for inc in todo])
     for batch in chunks(todo, BATCH):
         items = [
             replace(inc.item, metadata=ledger_metadata(inc.item.metadata, fmt=fmt, key=inc.key))

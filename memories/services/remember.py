@@ -17,6 +17,7 @@ from memories.embeddings import DEFAULT_BACKEND, get_embedder
 from memories.services.dedupe import _Folder, _Pending
 from memories.services.index import bulk_index_writes
 from memories.services.inputs import RememberInput, RememberResult, memory_validate
+from memories.services.quota import memory_quota_check
 from memories.services.usage import _rehearse_rows
 from memories.services.writes import _workspace_lock
 
@@ -73,6 +74,7 @@ def memory_remember_bulk(
     pending = [_Pending.of(item, v) for item, v in zip(cleaned, vectors, strict=True)]
     with transaction.atomic():
         _workspace_lock(workspace)
+        memory_quota_check(workspace=workspace, texts=texts)
         _rehearse_rows(workspace, rehearse, timezone.now())
         # Read under the lock: what the workspace stores with now (see _serving_under_lock).
         serving = get_embedder(selectors.serving_backend(workspace=workspace))

@@ -23,6 +23,7 @@ from memflow_site.porting.ledger import history_restore, skip_reason
 from memflow_site.porting.report import ImportReport, Progress, chunks
 from memories import selectors, services
 from memories.models import Memory, MemoryEvidence
+from memories.services.quota import memory_quota_check
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -186,6 +187,8 @@ def _rows_insert(
     report: ImportReport,
     bar: Progress,
 ) -> None:
+    # Past a quota the import is refused whole, before its first batch commits.
+    memory_quota_check(workspace=workspace, texts=[r.item.text for r in todo])
     users = _users({r.line.get("user") for r in todo}, report)
     sessions: dict[str, AgentSession] = {}
     # The workspace's own embedder: what its recall searches with.

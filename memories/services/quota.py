@@ -1,0 +1,28 @@
+"""What memories count against a workspace's quotas (contexts.quotas)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db.models import Count, F, Func, Sum
+
+from contexts.models import Workspace
+from contexts.quotas import Usage, quota_check
+from memories.models import Memory
+
+
+def memory_usage(workspace: Workspace) -> Usage:
+    """Stored rows (superseded ones too: they are kept) and the UTF-8 bytes of their text."""
+    totals = Memory.objects.filter(workspace=workspace).aggregate(
+        n=Count("pk"), size=Sum(Func(F("text"), function="octet_length"))
+    )
+    return Usage(memories=totals["n"] or 0, stored_bytes=totals["size"] or 0)
+
+
+def memory_quota_check(*, workspace: Workspace, texts: Sequence[str]) -> None:
+    """Refuse, whole, storing `texts` as new memories past the workspace's quotas."""
+    quota_check(
+        workspace=workspace,
+        memories=len(texts),
+        stored_bytes=sum(len(t.encode("utf-8", "surrogatepass")) for t in texts),
+    )
