@@ -28,6 +28,7 @@ from contexts.flowctx import selectors, services, tasks
 from contexts.hooks import Block, HookContext, inert, register_observer, register_provider
 from contexts.knobs import knob
 from contexts.models import SessionEvent, SummaryNode
+from contexts.quotas import QuotaExceeded
 from contexts.tokens import estimate_tokens
 
 logger = logging.getLogger(__name__)
@@ -137,15 +138,18 @@ def projection_block(ctx: HookContext) -> Block | None:
         return None
     tool_name = inert(str(ctx.payload.get("tool_name") or ctx.payload.get("tool") or "")[:200])
     cut = why_not and whole_size is not None and whole_size > len(content)
-    compressed = services.compression_store(
-        workspace=workspace,
-        content=content,
-        tool_name=tool_name,
-        exit_code=exit_code,
-        session=ctx.session,
-        budget_tokens=threshold,
-        truncated_from_size=whole_size if cut else None,
-    )
+    try:
+        compressed = services.compression_store(
+            workspace=workspace,
+            content=content,
+            tool_name=tool_name,
+            exit_code=exit_code,
+            session=ctx.session,
+            budget_tokens=threshold,
+            truncated_from_size=whole_size if cut else None,
+        )
+    except QuotaExceeded:
+        return None  # past the byte quota the result reaches the model as it was
     ref = compressed.ref
     if compressed.projection is not None:
         ctx.tool_result = {

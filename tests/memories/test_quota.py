@@ -106,3 +106,23 @@ def test_the_settings_page_shows_use_against_the_quota(acme, alice, rest, client
         in quotas
     )
     assert "unlimited" in quotas  # quota_bytes is left at 0
+
+
+def test_past_the_byte_quota_a_hook_leaves_the_tool_result_as_it_was(acme, bob, make_key, api):
+    from tests.flowctx.samples import failing_pytest_run
+
+    set_quotas(acme, quota_bytes=1000)
+    body = {
+        "session_id": "cc-9",
+        "cwd": "/home/bob/acme",
+        "hook_event_name": "post-tool-use",
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest -q"},
+        "tool_response": {"stdout": failing_pytest_run(), "stderr": "", "interrupted": False},
+    }
+    answer = api(make_key(bob, workspace=acme)).post(
+        "/api/v1/hooks/post-tool-use", body, format="json"
+    )
+    assert answer.status_code == 200, answer.content
+    assert "tool_result" not in answer.json()
+    assert not CompressionRef.objects.filter(workspace=acme).exists()
