@@ -17,9 +17,12 @@ MAX_TERMS = 12  # matched terms kept per memory
 TERM_CHARS = 40
 
 
-def _matched_terms(query_terms: Sequence[str], memory: Memory) -> tuple[str, ...]:
-    """The query's terms the entry holds, in the query's order (as BM25 counted them)."""
-    if not query_terms:
+def _matched_terms(query_terms: Sequence[str], memory: Memory, bm25: float) -> tuple[str, ...]:
+    """The query's terms the entry holds, in the query's order (as BM25 counted them).
+
+    An entry with no BM25 holds none of them: only those with one are tokenised.
+    """
+    if not query_terms or bm25 <= 0:
         return ()
     held = set(lexical.tokenize(memory.text))
     return tuple(t[:TERM_CHARS] for t in query_terms if t in held)[:MAX_TERMS]
@@ -48,7 +51,7 @@ def recall_ranking(*, result: RecallResult, query: str, ids: Sequence[int]) -> R
                 dense_rank=None if dense_rank is None else dense_rank + 1,
                 bm25=hit.bm25 if lexical_rank is not None else None,
                 lexical_rank=None if lexical_rank is None else lexical_rank + 1,
-                terms=_matched_terms(terms, hit.memory),
+                terms=_matched_terms(terms, hit.memory, hit.bm25),
                 retention=hit.retention,
             )
         )
