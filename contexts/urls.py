@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from contexts import views
+from contexts.flowctx import views as flowctx_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -13,6 +14,7 @@ urlpatterns = [
     path("keys/<int:key_id>/revoke/", views.apikey_revoke, name="apikey-revoke"),
     path("workspaces/new/", views.workspace_create, name="workspace-create"),
     path("w/<slug:slug>/sessions/", views.session_list, name="session-list"),
+    path("w/<slug:slug>/compression/", flowctx_views.compression_list, name="compression-list"),
     path(
         "w/<slug:slug>/compression/<str:sha256>/",
         views.compression_detail,

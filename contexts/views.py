@@ -24,6 +24,7 @@ from contexts.dashboard import (
     workspace_for_page,
 )
 from contexts.errors import Invalid, MemflowError
+from contexts.flowctx import selectors as flowctx_selectors
 from contexts.flowctx.originals import original_response
 from contexts.forms import (
     ApiKeyForm,
@@ -115,6 +116,7 @@ def compression_detail(request: HtmxHttpRequest, slug: str, sha256: str) -> Http
         "membership": membership,
         "ref": ref,
         "original": dash_selectors.compression_original_view(ref=ref),
+        "projection": flowctx_selectors.compression_projection(ref=ref),
     }
     if request.htmx:
         return render(request, "contexts/compression_detail.html#original", context)

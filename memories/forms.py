@@ -74,3 +74,15 @@ class CoreMoveForm(forms.Form):
 
 class EmbedderForm(forms.Form):
     backend = forms.ChoiceField(choices=[(b, b) for b in BACKENDS])
+
+
+class SessionEventFilterForm(forms.Form):
+    """The session page's filters: events of one kind, of one turn, naming one memory."""
+
+    kind = forms.ChoiceField(required=False, label="Event type")
+    turn = forms.IntegerField(required=False, min_value=1, max_value=10_000_000, label="Turn")
+    memory = forms.IntegerField(required=False, min_value=1, label="Memory #")
+
+    def __init__(self, *args: object, kinds: list[str], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["kind"].choices = [("", "every type"), *((k, k) for k in kinds)]  # type: ignore[attr-defined]

@@ -40,6 +40,7 @@ from memories.forms import (
     EmbedderForm,
     MemoryEditForm,
     MemorySearchForm,
+    SessionEventFilterForm,
     SupersedeForm,
 )
 from memories.models import CoreMemory, DedupeEvent, Memory
@@ -209,6 +210,13 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
         raise Http404("No such memory.") from None
     tau = float(knob(workspace, "decay_tau_days"))
     now = timezone.now()
+    history = page_of(
+        request,
+        session_log.memory_access_events(workspace=workspace, memory=memory),
+        HISTORY_PER_PAGE,
+    )
+    for row in history.object_list:  # why it ranked, as recorded when it was injected
+        row.why = session_log.access_row_why(row)
     context = {
         "workspace": workspace,
         "membership": membership,
@@ -227,11 +235,7 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
         "conclusions": Memory.objects.filter(evidence_links__evidence=memory),
         "folds": DedupeEvent.objects.filter(memory=memory).order_by("-created_at")[:20],
         "access": memory_dash.memory_access_summary(workspace=workspace, memory=memory),
-        "history": page_of(
-            request,
-            memory_dash.memory_access_history(workspace=workspace, memory=memory),
-            HISTORY_PER_PAGE,
-        ),
+        "history": history,
         "edit_form": MemoryEditForm(
             initial={"text": memory.text, "compartment": memory.compartment}
         ),
@@ -612,23 +616,39 @@ def session_detail(request: HtmxHttpRequest, slug: str, session_id: int) -> Http
         session = dash_selectors.session_get(workspace=workspace, session_id=session_id)
     except MemflowError:
         raise Http404("No such session.") from None
-    page = page_of(request, dash_selectors.session_events(session=session), EVENTS_PER_PAGE)
+    form = SessionEventFilterForm(
+        request.GET or None, kinds=session_log.session_event_kinds(session=session)
+    )
+    form.is_valid()  # a bad value is named beside its field; the others still apply
+    data: dict[str, Any] = getattr(form, "cleaned_data", {})
+    filters = session_log.EventFilters(
+        kind=data.get("kind") or "", turn=data.get("turn"), memory=data.get("memory")
+    )
+    events = session_log.session_events(session=session, filters=filters)
+    page = page_of(request, events, EVENTS_PER_PAGE)
     log = session_log.session_log(
         session=session, events=page.object_list, viewer=request.user, ledger_rows=LEDGER_ROWS
     )
     for view in log.events:
         if view["payload"] is not None:
             view["json"] = _payload_json(view["payload"])
+    projections = flowctx_selectors.session_projections(session=session)
+    refs = [  # each original beside what the model was offered in its place
+        {"ref": ref, "projection": projections.get(ref.sha256)}
+        for ref in dash_selectors.session_compression_refs(session=session)
+    ]
     context = {
         "workspace": workspace,
         "membership": membership,
         "session": session,
+        "form": form,
+        "filters": filters,
         "page": page,
         "events": log.events,
         "ledger_rows": log.ledger,
         "ledger_ids": log.ledger_ids,
         "ledger_unlisted": log.ledger_ids - len(log.ledger),
-        "refs": dash_selectors.session_compression_refs(session=session),
+        "refs": refs,
         "tree": dash_selectors.summary_tree(session=session),
         "scratchpad": flowctx_selectors.scratchpad_get(session=session),
         "now": timezone.now(),

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from contexts.errors import Invalid, NotFound
 from contexts.hooks import inert
 from contexts.knobs import knob
-from contexts.models import AgentSession, CompressionRef, Scratchpad, SummaryNode, Workspace
+from contexts.models import (
+    AgentSession,
+    CompressionRef,
+    Scratchpad,
+    SessionEvent,
+    SummaryNode,
+    Workspace,
+)
 from contexts.quotas import Usage
 
 # Long enough that a model quoting a shortened hash still names one original.
@@ -99,3 +107,63 @@ def compression_usage(workspace: Workspace) -> Usage:
     """The bytes of stored originals, for the workspace's `quota_bytes`."""
     size = CompressionRef.objects.filter(workspace=workspace).aggregate(n=Sum("size"))["n"]
     return Usage(stored_bytes=size or 0)
+
+
+# --- the workspace's stored originals, and what the model was offered for each -------------
+
+
+def compression_list(*, workspace: Workspace) -> QuerySet[CompressionRef]:
+    """The workspace's stored originals, newest first, without their content."""
+    return (
+        CompressionRef.objects.filter(workspace=workspace)
+        .defer("content")
+        .select_related("session")
+        .order_by("-created_at", "-id")
+    )
+
+
+def projection_recorded(found: Any) -> dict[str, Any] | None:
+    """A projection as an injection recorded it (`tool_result`), or None."""
+    if not isinstance(found, dict) or not isinstance(found.get("text"), str):
+        return None
+    return {
+        "sha256": str(found.get("sha256", "")),
+        "kind": str(found.get("kind", "")),
+        "text": found["text"],
+        "original_chars": found.get("original_chars"),
+        "projected_chars": found.get("projected_chars"),
+    }
+
+
+def session_projections(*, session: AgentSession) -> dict[str, dict[str, Any]]:
+    """Per original's hash, the projection this session's model was offered in its place."""
+    # Uses index: sessionevent_kind_idx.
+    rows = (
+        SessionEvent.objects.filter(
+            session=session, kind="injection", payload__has_key="tool_result"
+        )
+        .order_by("at", "id")
+        .values_list("payload__tool_result", flat=True)
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        projection = projection_recorded(row)
+        if projection is not None:
+            found.setdefault(projection["sha256"], projection)
+    return found
+
+
+def compression_projection(*, ref: CompressionRef) -> dict[str, Any] | None:
+    """The projection offered for this original in the session that stored it, if recorded."""
+    if ref.session_id is None:
+        return None
+    # Uses index: sessionevent_kind_idx.
+    row = (
+        SessionEvent.objects.filter(
+            session_id=ref.session_id, kind="injection", payload__tool_result__sha256=ref.sha256
+        )
+        .order_by("at", "id")
+        .values_list("payload__tool_result", flat=True)
+        .first()
+    )
+    return projection_recorded(row)

@@ -341,7 +341,7 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
                 if started.get(entry.name) is None:
                     _guarded(entry.name, entry.fn, ctx, blocks)
             if blocks:
-                _record_injection(session, event, blocks)
+                _record_injection(ctx, blocks)
     finally:
         # Only once this transaction is over: a side transaction waiting for
         # a lock it holds would otherwise wait for ever.
@@ -459,23 +459,34 @@ def only_new(blocks: list[Block], seen: SessionView) -> list[Block]:
     ]
 
 
-def _record_injection(session: AgentSession, event: str, blocks: list[Block]) -> None:
+def _record_injection(ctx: HookContext, blocks: list[Block]) -> None:
+    """What the model was given, in the turn it was given in, with why (each block's
+    ranking) and, for a projected tool result, the projection offered in its place."""
+    payload: dict[str, Any] = {
+        "event": ctx.event,
+        "blocks": [
+            {
+                "name": b.name,
+                "order": b.order,
+                "text": b.text,
+                "memory_ids": list(b.memory_ids),
+                "sha256": block_sha(b.text),
+                **({"why": b.ranking.as_json()} if b.ranking is not None else {}),
+            }
+            for b in blocks
+        ],
+    }
+    source = ctx.payload.get("source") if ctx.event == "session-start" else None
+    if isinstance(source, str) and source:
+        payload["source"] = source[:32]  # startup, resume, clear, compact: what a block is for
+    if ctx.tool_result is not None:
+        payload["tool_result"] = ctx.tool_result
     SessionEvent.objects.create(
-        session=session,
+        session=ctx.session,
         kind="injection",
-        payload={
-            "event": event,
-            "blocks": [
-                {
-                    "name": b.name,
-                    "order": b.order,
-                    "text": b.text,
-                    "memory_ids": list(b.memory_ids),
-                    "sha256": block_sha(b.text),
-                }
-                for b in blocks
-            ],
-        },
+        payload=payload,
+        turn=max(ctx.session.turns, 1),
+        tokens=int(sum(estimate_tokens(b.text) for b in blocks)),
     )
 
 

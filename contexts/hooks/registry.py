@@ -55,6 +55,114 @@ def inert(text: str) -> str:
     return _FRAME_TAG.sub("&lt;", text)
 
 
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class MemoryWhy:
+    """Why one memory is in a block, as its provider ranked it when the block was made.
+
+    Kept with the injection rather than recomputed later, so the audit stays
+    true after the library changes. Ranks count from 1.
+    """
+
+    id: int
+    rank: int  # in the provider's final order (for recall: after retention)
+    score: float | None = None  # what ordered them: the fused score times the retention weight
+    fused: float | None = None  # the two arms' fused score, before retention
+    cosine: float | None = None  # the dense arm
+    dense_rank: int | None = None
+    bm25: float | None = None  # the lexical arm
+    lexical_rank: int | None = None
+    terms: tuple[str, ...] = ()  # the query's terms the entry holds
+    retention: float | None = None
+    basis: str = ""  # for a block not ranked by a query: what chose the entry
+
+    # Stored keys: short, since every injection of a recall carries a dozen of these.
+    _KEYS = (
+        ("id", "id"),
+        ("rank", "rank"),
+        ("score", "score"),
+        ("fused", "fused"),
+        ("cosine", "cos"),
+        ("dense_rank", "dr"),
+        ("bm25", "bm25"),
+        ("lexical_rank", "lr"),
+        ("retention", "ret"),
+    )
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for attr, key in self._KEYS:
+            value = getattr(self, attr)
+            if value is not None:
+                data[key] = round(value, 4) if isinstance(value, float) else value
+        if self.terms:
+            data["terms"] = list(self.terms)
+        if self.basis:
+            data["basis"] = self.basis
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> MemoryWhy | None:
+        """As stored by `as_json`; None for anything else (a hand-made or damaged payload)."""
+        if not isinstance(data, dict) or _int(data.get("id")) is None:
+            return None
+        terms = data.get("terms")
+        return cls(
+            id=data["id"],
+            rank=_int(data.get("rank")) or 0,
+            score=_num(data.get("score")),
+            fused=_num(data.get("fused")),
+            cosine=_num(data.get("cos")),
+            dense_rank=_int(data.get("dr")),
+            bm25=_num(data.get("bm25")),
+            lexical_rank=_int(data.get("lr")),
+            terms=tuple(str(t) for t in terms if isinstance(t, str))
+            if isinstance(terms, list)
+            else (),
+            retention=_num(data.get("ret")),
+            basis=str(data.get("basis") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Why a block holds the memories it does: each one's part, and how the arms were weighed."""
+
+    memories: tuple[MemoryWhy, ...] = ()
+    lexical_weight: float | None = None  # how far the lexical arm was trusted for this query
+    reason: str = ""  # why that weight, or how the block chooses its entries
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"memories": [m.as_json() for m in self.memories]}
+        if self.lexical_weight is not None:
+            data["weight"] = round(self.lexical_weight, 3)
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Ranking | None:
+        if not isinstance(data, dict):
+            return None
+        memories = data.get("memories")
+        whys = (MemoryWhy.from_json(m) for m in (memories if isinstance(memories, list) else []))
+        return cls(
+            memories=tuple(w for w in whys if w is not None),
+            lexical_weight=_num(data.get("weight")),
+            reason=str(data.get("reason") or ""),
+        )
+
+    def of(self, memory_id: int) -> MemoryWhy | None:
+        return next((m for m in self.memories if m.id == memory_id), None)
+
+
 @dataclass(frozen=True)
 class Block:
     """One piece of what the model sees. Blocks render in (order, name) order."""
@@ -63,6 +171,8 @@ class Block:
     order: int
     text: str
     memory_ids: tuple[int, ...] = ()
+    # Why these memories: recorded with the injection (the session page, the sessions API).
+    ranking: Ranking | None = None
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from contexts.models import AgentSession, SessionEvent
-from tests.dashboard.stories import SCRIPT, session_story
+from memories import services
+from memories.models import Memory
+from memories.services import RememberInput
+from tests.dashboard.stories import SCRIPT, remember, session_story
 
 URL = "/api/v1/workspaces/acme/sessions/"
 
@@ -108,9 +112,11 @@ def test_the_detail_tells_what_the_model_saw_and_why(acme, bob, make_key, api):
         "memories recalled for this prompt"
     )
     assert identity["why"] == "a system-prompt section from the directory's declarations"
+    # recorded before injections kept why each memory ranked: said, not made up
+    assert recall["ranking"] is None
     assert recall["memories"] == [
-        {"id": story.used.pk, "exists": True, "marks": ["injected", "recalled"]},
-        {"id": story.unused.pk, "exists": True, "marks": ["injected"]},
+        {"id": story.used.pk, "exists": True, "marks": ["injected", "recalled"], "why": None},
+        {"id": story.unused.pk, "exists": True, "marks": ["injected"], "why": None},
     ]
     ledger = {row["memory_id"]: [m["kind"] for m in row["marks"]] for row in body["ledger"]}
     assert ledger == {story.used.pk: ["injected", "recalled"], story.unused.pk: ["injected"]}
@@ -174,3 +180,112 @@ def test_the_schema_documents_both_endpoints(alice, make_key, api):
     }
     detail = schema["paths"]["/api/v1/workspaces/{slug}/sessions/{session_id}/"]["get"]
     assert detail["operationId"] == "session_get"
+
+
+# --- why each injected memory ranked, recorded by the real hook pipeline ------------------
+
+
+@pytest.fixture
+def hook(acme, bob, make_key, api):
+    client = api(make_key(bob, workspace=acme))
+
+    def call(event: str, session_id: str = "cc-1", **payload):
+        body = {"session_id": session_id, "cwd": "/src/app", "hook_event_name": event, **payload}
+        response = client.post(f"/api/v1/hooks/{event}", body, format="json")
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    return call
+
+
+def _imported(acme, text: str):
+    """An entry from long ago: recall, not the new session's restore pack, brings it."""
+    return services.memory_remember(
+        workspace=acme,
+        item=RememberInput(
+            text=text, source="import", created_at=timezone.now() - timedelta(days=30)
+        ),
+    ).memory
+
+
+def _injections(body):
+    return [e for e in body["events"] if e["kind"] == "injection"]
+
+
+def test_each_injected_memory_says_why_it_ranked(acme, bob, make_key, api, hook):
+    fact = _imported(acme, "The payments service retries webhooks 5 times with backoff.")
+    _imported(acme, "Lunch is at noon on Fridays in the big room.")
+    hook("session-start", source="startup")
+    hook("user-prompt", prompt="how many times do payment webhooks retry?")
+    body = api(make_key(bob, scope="read")).get(f"{URL}cc-1/").json()
+    injection = _injections(body)[-1]
+    assert injection["trigger"] == "user-prompt" and injection["turn"] == 1
+    recall = next(b for b in injection["blocks"] if b["name"] == "memflow:recall")
+    assert 0 <= recall["ranking"]["lexical_weight"] <= 1 and recall["ranking"]["reason"]
+    entry = next(m for m in recall["memories"] if m["id"] == fact.pk)
+    why = entry["why"]
+    assert why["rank"] == 1 and why["dense_rank"] == 1 and why["lexical_rank"] == 1
+    assert why["score"] > 0 and why["fused"] >= why["score"]
+    assert 0 < why["cosine"] <= 1 and why["bm25"] > 0 and 0 < why["retention"] <= 1
+    # the prompt's words the entry holds (no stemming: "payment" is not "payments")
+    assert why["terms"] == ["times", "webhooks"]
+    assert entry["marks"] == ["injected"]
+
+
+def test_the_why_is_what_was_recorded_not_a_recomputation(acme, bob, make_key, api, hook):
+    fact = _imported(acme, "The payments service retries webhooks 5 times with backoff.")
+    hook("session-start", source="startup")
+    hook("user-prompt", prompt="how many times do payment webhooks retry?")
+    client = api(make_key(bob, scope="read"))
+    before = client.get(f"{URL}cc-1/", {"memory": fact.pk}).json()
+    # The entry changes after the fact: what the session was shown, and why, does not.
+    Memory.objects.filter(pk=fact.pk).update(text="Webhooks are not retried any more.")
+    after = client.get(f"{URL}cc-1/", {"memory": fact.pk}).json()
+    assert _injections(after) == _injections(before)
+    (block,) = [b for b in _injections(after)[0]["blocks"] if b["memories"]]
+    assert block["memories"][0]["why"]["terms"] == ["times", "webhooks"]
+
+
+def test_injections_carry_their_turn_and_a_startups_restore_says_so(acme, bob, make_key, api, hook):
+    recent = remember(acme, "The release branch is cut on Thursdays.")
+    checklist = _imported(acme, "The release checklist lives in docs/release.md.")
+    hook("session-start", source="startup")
+    hook("user-prompt", prompt="Let's look at the release process today please")
+    # learnt meanwhile (another session's import): new to this session at its next prompt
+    older = _imported(acme, "Invoices are generated by the billing cron at 02:00 UTC.")
+    hook("user-prompt", prompt="when does the billing cron generate invoices?")
+    body = api(make_key(bob)).get(f"{URL}cc-1/", {"kind": "injection"}).json()
+    injections = _injections(body)
+    assert [(e["trigger"], e["turn"]) for e in injections] == [
+        ("session-start", 1),
+        ("user-prompt", 1),
+        ("user-prompt", 2),
+    ]
+    start = injections[0]
+    assert start["source"] == "startup"
+    restore = next(b for b in start["blocks"] if b["name"] == "memflow:restore")
+    assert "compaction" not in restore["why"] and "new session" in restore["why"]
+    restored = next(m for m in restore["memories"] if m["id"] == recent.pk)
+    assert restored["why"]["basis"] == "recent trail" and restored["why"]["score"] is None
+    given = [{m["id"] for b in e["blocks"] for m in b["memories"]} for e in injections[1:]]
+    assert checklist.pk in given[0] and older.pk in given[1]
+
+
+def test_the_detail_filters_by_kind_turn_and_memory(acme, bob, make_key, api, hook):
+    fact = _imported(acme, "The payments service retries webhooks 5 times with backoff.")
+    hook("session-start", source="startup")
+    hook("user-prompt", prompt="how many times do payment webhooks retry?")
+    hook("stop", last_assistant_message="Five times.")
+    hook("user-prompt", prompt="and what about lunch on Fridays?")
+    client = api(make_key(bob))
+    by_memory = client.get(f"{URL}cc-1/", {"memory": fact.pk}).json()
+    assert [(e["kind"], e["turn"]) for e in by_memory["events"]] == [("injection", 1)]
+    assert by_memory["events_count"] == 1
+    turn_two = client.get(f"{URL}cc-1/", {"turn": 2}).json()
+    assert {e["turn"] for e in turn_two["events"]} == {2}
+    assert "user-prompt" in [e["kind"] for e in turn_two["events"]]
+    stops = client.get(f"{URL}cc-1/", {"kind": "stop"}).json()
+    assert [e["text"] for e in stops["events"]] == ["Five times."]
+    for bad in ({"turn": 0}, {"memory": "seven"}, {"kind": "x" * 65}):
+        response = client.get(f"{URL}cc-1/", bad)
+        assert response.status_code == 400 and response.json()["code"] == "invalid", bad

@@ -5,7 +5,11 @@
 
 from __future__ import annotations
 
-from contexts.models import AgentSession
+from datetime import timedelta
+
+from django.utils import timezone
+
+from contexts.models import AgentSession, SessionEvent
 from memories import services
 from memories.models import Memory
 from tests.dashboard.stories import ESCAPED_SCRIPT, SCRIPT, remember, session_story
@@ -60,3 +64,37 @@ def test_another_workspaces_user_gets_404(acme, evil, mallory, as_user):
     assert client.get(f"/w/acme/memories/{story.used.pk}/").status_code == 404
     # her own workspace does not reach acme's memory either
     assert client.get(f"/w/evil/memories/{story.used.pk}/").status_code == 404
+
+
+def test_an_injection_in_the_history_links_to_its_event_and_says_why(
+    acme, bob, make_key, api, as_user
+):
+    fact = services.memory_remember(
+        workspace=acme,
+        item=services.RememberInput(
+            text="The payments service retries webhooks 5 times with backoff.",
+            source="import",
+            created_at=timezone.now() - timedelta(days=30),
+        ),
+    ).memory
+    hooks = api(make_key(bob, workspace=acme))
+    for event, extra in (
+        ("session-start", {"source": "startup"}),
+        ("user-prompt", {"prompt": "how many times do payment webhooks retry?"}),
+    ):
+        body = {"session_id": "cc-why", "hook_event_name": event, **extra}
+        assert hooks.post(f"/api/v1/hooks/{event}", body, format="json").status_code == 200
+    session = AgentSession.objects.get(external_id="cc-why")
+    injection = SessionEvent.objects.get(
+        session=session, kind="injection", payload__event="user-prompt"
+    )
+    html = as_user(bob).get(f"/w/acme/memories/{fact.pk}/").content.decode()
+    row = html.split('id="access"')[1].split("<tbody>")[1].split("</tr>")[0]
+    link = f"/w/acme/sessions/{session.pk}/?memory={fact.pk}#event-{injection.pk}"
+    assert f'href="{link}"' in row and "turn 1: <code>memflow:recall</code>" in row
+    assert "rank 1 · score " in row and "(#1)" in row
+    assert '<code class="term">times</code> <code class="term">webhooks</code>' in row
+    # the link's page holds that event, with the memory's row marked
+    page = as_user(bob).get(link.split("#")[0]).content.decode()
+    assert f'id="event-{injection.pk}"' in page
+    assert f'id="event-{injection.pk}-memory-{fact.pk}" class="focus"' in page

@@ -1,5 +1,8 @@
 """The sessions list and the session page: what the model saw, and why."""
 
+# The pages print real multiplication signs, and the tests read what they print.
+# ruff: noqa: RUF001
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -7,7 +10,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from contexts.flowctx import services as flowctx_services
-from contexts.models import AgentSession, SessionEvent
+from contexts.models import AgentSession, CompressionRef, SessionEvent
+from memories import services
 from tests.dashboard.stories import ESCAPED_SCRIPT, SCRIPT, session_story
 
 
@@ -145,3 +149,65 @@ def test_an_empty_session_says_so(acme, bob, as_user):
     assert "No tool result of this session was shortened." in html
     assert "No turns of this session have been folded" in html
     assert "never wrote to its scratchpad" in html
+
+
+# --- marks, filters, anchors, originals ------------------------------------------------------
+
+
+def test_the_ledger_counts_repeated_marks_in_one_badge(acme, bob, as_user):
+    story = session_story(acme)
+    for _ in range(2):  # given again after a compaction, twice
+        services.ledger_record(
+            workspace=acme, session=story.session, memory_ids=[story.used.pk], kind="injected"
+        )
+    html = as_user(bob).get(f"/w/acme/sessions/{story.session.pk}/").content.decode()
+    ledger = html.split('id="ledger"')[1].split("</section>")[0]
+    row = ledger.split(f"#{story.used.pk}</a>")[1].split("</tr>")[0]
+    assert ">injected ×3</span>" in row and ">recalled</span>" in row
+    assert row.count("mark-injected") == 1
+
+
+def test_a_bad_filter_is_named_and_the_others_still_apply(acme, bob, as_user):
+    story = session_story(acme)
+    client = as_user(bob)
+    url = f"/w/acme/sessions/{story.session.pk}/"
+    html = client.get(url, {"kind": "stop", "turn": "zero"}).content.decode()
+    assert "Turn: Enter a whole number." in html
+    log = html.split('id="event-log"')[1]
+    assert '<span class="tag kind">stop</span>' in log
+    assert '<span class="tag kind">user-prompt</span>' not in log
+    # the filtered log is swapped alone, each event with its anchor
+    fragment = client.get(url, {"memory": story.used.pk}, HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<div id="event-log">')
+    injection = SessionEvent.objects.get(session=story.session, kind="injection")
+    assert f'id="event-{injection.pk}"' in fragment and fragment.count('class="event ') == 1
+    assert f"naming memory #{story.used.pk}" in fragment
+
+
+def test_the_originals_page_lists_this_workspaces_only(acme, evil, bob, mallory, as_user):
+    story = session_story(acme)
+    theirs = flowctx_services.compression_store(workspace=evil, content=b"their output").ref
+    pinned = flowctx_services.compression_store(
+        workspace=acme, content=b"\x00binary", content_type="application/octet-stream"
+    ).ref
+    CompressionRef.objects.filter(pk=pinned.pk).update(pinned=True)
+    html = as_user(bob).get("/w/acme/compression/").content.decode()
+    table = html.split("<tbody>")[1].split("</tbody>")[0]
+    assert table.count("<tr>") == 2 and "2 originals" in html
+    assert f"/w/acme/compression/{story.ref.sha256}/" in table
+    assert f"/w/acme/compression/{story.ref.sha256}/?download=1" in table
+    assert f"/w/acme/sessions/{story.session.pk}/#ref-{story.ref.sha256}" in table
+    assert "application/octet-stream" in table and ">pinned<" in table
+    assert theirs.sha256 not in html
+    assert as_user(mallory).get("/w/acme/compression/").status_code == 404
+
+
+def test_the_originals_page_is_paginated(acme, bob, as_user):
+    for i in range(55):
+        flowctx_services.compression_store(workspace=acme, content=f"output {i}".encode())
+    client = as_user(bob)
+    first = client.get("/w/acme/compression/").content.decode()
+    assert first.split("<tbody>")[1].count("<tr>") == 50 and "page 1 of 2" in first
+    second = client.get("/w/acme/compression/?page=2", HTTP_HX_REQUEST="true").content.decode()
+    assert second.lstrip().startswith('<div id="original-table">')
+    assert second.split("<tbody>")[1].count("<tr>") == 5
