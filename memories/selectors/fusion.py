@@ -41,7 +41,7 @@ PHRASE_BONUS = 0.25
 # which arm to trust from the query alone and guesses wrong when the trusted
 # arm is weak on the text (a dense model on commit messages): the ranks keep
 # the other arm's first hits from being buried by the trusted one's scores.
-RANK_SHARE = 0.3
+RANK_SHARE = 0.15
 
 
 def fuse(
