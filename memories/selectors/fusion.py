@@ -36,6 +36,12 @@ DENSE_BLIND_WEIGHT = 0.9
 DENSE_BLIND_SHARE = 0.5
 # Added (times the lexical weight) for an entry holding the query verbatim.
 PHRASE_BONUS = 0.25
+# The share of each candidate's score given by its ranks in the two arms
+# (reciprocal-rank fusion, 1.0 for the first of both). The weight guesses
+# which arm to trust from the query alone and guesses wrong when the trusted
+# arm is weak on the text (a dense model on commit messages): the ranks keep
+# the other arm's first hits from being buried by the trusted one's scores.
+RANK_SHARE = 0.15
 
 
 def fuse(
@@ -63,7 +69,9 @@ def fuse(
 
     An entry containing a query identifier in its exact case gets a bonus, so
     `MemUsage` ranks above `memusage`; one holding the query's words in order
-    (a quoted passage) gets one too. A tiny RRF term breaks near-ties.
+    (a quoted passage) gets one too. A share of the score (RANK_SHARE) is
+    plain reciprocal-rank fusion, so the first hits of either arm stay near
+    the top whatever the weight.
 
     `dense_blind`: the query is mostly in a script the embedding model cannot
     read (Chinese for all-MiniLM-L6-v2, whose vocabulary turns most of it
@@ -137,10 +145,10 @@ def _scored(
             score += exact_bonus
         if hit and hit.phrase:
             score += weight * PHRASE_BONUS
-        # Reciprocal ranks only break near-ties.
-        score += 0.1 * (
-            1 / (RRF_K + dense_rank.get(i, 1000)) + 1 / (RRF_K + lexical_rank.get(i, 1000))
+        ranks = 1 / (RRF_K + 1 + dense_rank.get(i, 1000)) + 1 / (
+            RRF_K + 1 + lexical_rank.get(i, 1000)
         )
+        score = (1 - RANK_SHARE) * score + RANK_SHARE * ranks * (RRF_K + 1) / 2
         scored.append(
             Scored(
                 id=i,

@@ -3,6 +3,8 @@ undoing a fold."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,11 +32,28 @@ SOURCE_RANK = {"hook": 0, "import": 1, "consolidation": 2, "model": 3}
 DEDUPE_NEIGHBOURS = 5
 
 
+# Punctuation at a word's edges, not inside it: `python3-foo:` stays one word.
+_EDGE_PUNCTUATION = re.compile(r"^[^\w]+|[^\w]+$")
+
+
+def containment_form(text: str) -> str:
+    """The words of `text` for containment: case and width folded, edge punctuation dropped.
+
+    Unlike `lexical.normalize`, a word joined by `-`, `.`, `/` or `_` stays
+    whole, so `foo: a library` is not inside `python3-foo: a library`: an
+    entry whose text sits in another's only once a joined name is split is
+    about another thing.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    words = (_EDGE_PUNCTUATION.sub("", w) for w in folded.split())
+    return " ".join(w for w in words if w)
+
+
 @dataclass
 class _Pending:
     item: RememberInput
     vector: np.ndarray
-    norm: str
+    words: str  # containment_form of the text
     norm_hash: str
 
     @classmethod
@@ -42,7 +61,7 @@ class _Pending:
         return cls(
             item=item,
             vector=vector,
-            norm=lexical.normalize(item.text),
+            words=containment_form(item.text),
             norm_hash=lexical.norm_hash(item.text),
         )
 
@@ -176,13 +195,21 @@ class _Folder:
         neighbours: list[tuple[Memory, float]],
         batch_rows: list[tuple[_Pending, Memory]],
     ) -> list[tuple[Memory, float]]:
-        seen: dict[int, tuple[Memory, float]] = {}
-        for memory in exact.get(p.norm_hash, []):
-            seen[id(memory)] = (memory, 1.0)
+        """The repeats by hash, and the nearest entries by vector: stored or of this batch.
+
+        The same `DEDUPE_NEIGHBOURS` nearest whether the earlier texts came in
+        this batch or one by one, so a batch and the same texts sent singly
+        take the same decisions.
+        """
+        near: dict[int, tuple[Memory, float]] = {}
         for memory, cosine in neighbours:
-            seen.setdefault(id(memory), (memory, cosine))
+            near.setdefault(id(memory), (memory, cosine))
         for other, memory in batch_rows:
             cosine = float(np.dot(other.vector, p.vector))
+            near.setdefault(id(memory), (memory, cosine))
+        nearest = sorted(near.values(), key=lambda mc: -mc[1])[:DEDUPE_NEIGHBOURS]
+        seen = {id(m): (m, 1.0) for m in exact.get(p.norm_hash, [])}
+        for memory, cosine in nearest:
             seen.setdefault(id(memory), (memory, cosine))
         return [
             (m, c)
@@ -205,15 +232,15 @@ class _Folder:
         for memory, cosine in sorted(candidates, key=lambda mc: -mc[1]):
             if cosine < self.gate:
                 continue
-            existing = lexical.normalize(memory.text)
-            shorter, longer = sorted((existing, p.norm), key=len)
+            existing = containment_form(memory.text)
+            shorter, longer = sorted((existing, p.words), key=len)
             if len(shorter) < 12 or len(shorter) < DEDUPE_MIN_CONTAINED_SHARE * len(longer):
                 continue  # too small a part for containment to mean "the same fact"
             # Whole words only: "foo bar" is not inside "libfoo bar".
-            if f" {existing} " in f" {p.norm} ":
+            if f" {existing} " in f" {p.words} ":
                 best = (memory, cosine, "merge")
                 break
-            if f" {p.norm} " in f" {existing} ":
+            if f" {p.words} " in f" {existing} ":
                 best = (memory, cosine, "strengthen")
                 break
         if best is None:
