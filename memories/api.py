@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contexts.api_base import WorkspaceApiView
+from contexts.audit import Actor, Origin
 from contexts.auth import request_user
 from contexts.knobs import knob
 from contexts.models import AgentSession
@@ -47,6 +48,9 @@ class MemoryOutput(serializers.Serializer):
     retention = serializers.FloatField()
     evidence_ids = serializers.ListField(child=serializers.IntegerField())
     metadata = serializers.DictField()
+    forgotten = serializers.DictField(
+        allow_null=True, help_text="The tombstone (at, by, reason, purge_after), or null."
+    )
 
 
 def memory_json(
@@ -83,11 +87,30 @@ def memory_json(
         ),
         "evidence_ids": sorted(memory.metadata.get("evidence_ids", [])) if memory.metadata else [],
         "metadata": memory.metadata or {},
+        "forgotten": _tombstone_json(memory),
     }
     output = dict(MemoryOutput(data).data)
     if extra:
         output.update(extra)
     return output
+
+
+def _tombstone_json(memory: Memory) -> dict[str, Any] | None:
+    if memory.forgotten_at is None:
+        return None
+    by = memory.forgotten_by
+    return {
+        "at": memory.forgotten_at.isoformat(),
+        "by": by.get_username() if by is not None else None,
+        "reason": memory.forgotten_reason,
+        "purge_after": (
+            due.isoformat() if (due := selectors.memory_purge_due(memory=memory)) else None
+        ),
+    }
+
+
+def rest_actor(request: Request) -> Actor:
+    return Actor.for_request(request, origin=Origin.REST)
 
 
 class SessionField(serializers.CharField):
@@ -190,7 +213,9 @@ class MemoryListCreateApi(MemoryApiView):
 
     class ListParams(MemoryFilterSerializer):
         status = serializers.ChoiceField(
-            choices=["current", "superseded", "all"], default="current"
+            choices=["current", "superseded", "all", "forgotten"],
+            default="current",
+            help_text="`forgotten`: the tombstones (restorable until `forgotten.purge_after`).",
         )
         contains = serializers.CharField(required=False, max_length=200)
         limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
@@ -209,6 +234,8 @@ class MemoryListCreateApi(MemoryApiView):
         )
         if f["status"] == "superseded":
             qs = qs.filter(valid_to__isnull=False)
+        elif f["status"] == "forgotten":
+            qs = selectors.memory_forgotten_list(workspace=self.workspace)
         total = qs.count()
         page = qs.select_related("session", "workspace")[f["offset"] : f["offset"] + f["limit"]]
         now = timezone.now()
@@ -283,6 +310,10 @@ def _refuses(workspace: Any, item: services.RememberInput) -> bool:
     return False
 
 
+class ForgetParams(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
 class MemoryDetailApi(MemoryApiView):
     class GetParams(serializers.Serializer):
         session = SessionField()
@@ -318,15 +349,51 @@ class MemoryDetailApi(MemoryApiView):
                 memory=memory,
                 text=values.get("text"),
                 compartment=values.get("compartment"),
+                actor=rest_actor(request),
             )
         if "pinned" in values:
             memory = services.memory_pin(memory=memory, pinned=values["pinned"])
         return Response(memory_json(memory))
 
-    @extend_schema(operation_id="memory_forget", responses={204: None})
+    @extend_schema(
+        operation_id="memory_forget",
+        parameters=[ForgetParams],
+        responses={204: None},
+        description="Forget: the entry leaves recall and lists at once, and can be restored "
+        "(`restore/`) until the workspace's `forget_retention_days` pass; then it is purged.",
+    )
     def delete(self, request: Request, slug: str, memory_id: int) -> Response:
         memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
-        services.memory_forget(workspace=self.workspace, memory=memory)
+        params = ForgetParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        services.memory_forget(
+            workspace=self.workspace,
+            memory=memory,
+            actor=rest_actor(request),
+            reason=params.validated_data["reason"],
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MemoryRestoreApi(MemoryApiView):
+    @extend_schema(operation_id="memory_restore", request=None, responses=MemoryOutput)
+    def post(self, request: Request, slug: str, memory_id: int) -> Response:
+        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id, forgotten=True)
+        memory = services.memory_restore(
+            workspace=self.workspace, memory=memory, actor=rest_actor(request)
+        )
+        return Response(memory_json(memory))
+
+
+class MemoryPurgeApi(MemoryApiView):
+    """Delete an entry and the texts its audit rows kept, for good (owners)."""
+
+    method_access = {"POST": Access.ADMIN}
+
+    @extend_schema(operation_id="memory_purge", request=None, responses={204: None})
+    def post(self, request: Request, slug: str, memory_id: int) -> Response:
+        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id, forgotten=True)
+        services.memory_purge(workspace=self.workspace, memory=memory, actor=rest_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -361,6 +428,7 @@ class MemorySupersedeApi(MemoryApiView):
             text=values.get("text"),
             user=request_user(request),
             session=session,
+            actor=rest_actor(request),
         )
         services.ledger_record(
             workspace=self.workspace,
@@ -491,6 +559,7 @@ class ConsolidateApi(MemoryApiView):
             app=values["app"],
             user=request_user(request),
             session=self.session_for(request, values.get("session"), values["app"]),
+            actor=rest_actor(request),
         )
         return Response(memory_json(memory), status=status.HTTP_201_CREATED)
 
@@ -611,6 +680,7 @@ class CleanupApi(MemoryApiView):
             {
                 "dry_run": report.dry_run,
                 "removed": report.removed,
+                "purged": report.purged,
                 "candidates": [
                     {"id": i, "retention": round(r, 4), "source": s}
                     for i, r, s in report.candidates

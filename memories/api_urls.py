@@ -13,6 +13,12 @@ urlpatterns = [
         api.MemorySupersedeApi.as_view(),
         name="api-memory-supersede",
     ),
+    path(
+        "memories/<int:memory_id>/restore/",
+        api.MemoryRestoreApi.as_view(),
+        name="api-memory-restore",
+    ),
+    path("memories/<int:memory_id>/purge/", api.MemoryPurgeApi.as_view(), name="api-memory-purge"),
     path("recall/", api.RecallApi.as_view(), name="api-recall"),
     path("auto/", api.AutoApi.as_view(), name="api-auto"),
     path("consolidate/", api.ConsolidateApi.as_view(), name="api-consolidate"),

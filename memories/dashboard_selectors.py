@@ -42,7 +42,7 @@ def memory_daily_counts(*, workspace: Workspace, since: datetime) -> dict[date, 
     """Memories created per day since `since` (current or not)."""
     # Uses index: memory_recent_idx.
     rows = (
-        Memory.objects.filter(workspace=workspace, created_at__gte=since)
+        Memory.objects.filter(workspace=workspace, created_at__gte=since, forgotten_at__isnull=True)
         .annotate(day=TruncDate("created_at"))
         .order_by()
         .values("day")
@@ -52,7 +52,9 @@ def memory_daily_counts(*, workspace: Workspace, since: datetime) -> dict[date, 
 
 
 def memory_count_before(*, workspace: Workspace, before: datetime) -> int:
-    return Memory.objects.filter(workspace=workspace, created_at__lt=before).count()
+    return Memory.objects.filter(
+        workspace=workspace, created_at__lt=before, forgotten_at__isnull=True
+    ).count()
 
 
 # --- states -----------------------------------------------------------------------------
