@@ -157,11 +157,18 @@ def test_the_activity_page_filters_by_who_what_and_from_where(acme, alice, bob, 
     revision = CoreRevision.objects.get(action="add")
     assert revision.user == alice  # not "—": the shared document records its writer
     client = as_user(bob)
-    page = client.get("/w/acme/activity/").content.decode()
-    assert "memory.edit" in page and "core.add" in page
-    only_bob = client.get("/w/acme/activity/?user=bob").content.decode()
-    assert "memory.edit" in only_bob and "core.add" not in only_bob
-    only_core = client.get("/w/acme/activity/?action=core").content.decode()
-    assert "core.add" in only_core and "memory.edit" not in only_core
-    from_rest = client.get("/w/acme/activity/?origin=rest").content.decode()
-    assert "No change matches these filters." in from_rest
+
+    def table(query: str) -> str:
+        page = client.get(f"/w/acme/activity/{query}").content.decode()
+        return page.split('id="activity-table"')[1]
+
+    everything = table("")
+    assert "<code>memory.edit</code>" in everything and "<code>core.add</code>" in everything
+    only_bob = table("?user=bob")
+    assert "<code>memory.edit</code>" in only_bob and "core.add" not in only_bob
+    only_core = table("?action=core")
+    assert "<code>core.add</code>" in only_core and "memory.edit" not in only_core
+    assert "No change matches these filters." in table("?origin=rest")
+    # the HTMX request gets the table alone
+    fragment = client.get("/w/acme/activity/?user=bob", headers={"HX-Request": "true"})
+    assert fragment.content.decode().lstrip().startswith('<div id="activity-table"')

@@ -24,7 +24,7 @@ def bob_api(bob_key, api):
 
 @pytest.fixture
 def alice_api(acme, alice, make_key, api):
-    return api(make_key(alice))
+    return api(make_key(alice, scope="admin"))
 
 
 def post(client, path, body=None):
@@ -173,7 +173,7 @@ def test_a_core_revision_records_who_made_it_even_in_the_shared_document(bob_api
 def test_another_workspaces_tombstones_stay_invisible(bob_api, evil, mallory, make_key, api):
     memory_id = remember(bob_api, "Acme's private fact")
     bob_api.delete(f"{BASE}/memories/{memory_id}/")
-    mallory_api = api(make_key(mallory))
+    mallory_api = api(make_key(mallory, scope="admin"))
     for path in (f"memories/{memory_id}/restore/", f"memories/{memory_id}/purge/"):
         response = mallory_api.post(f"/api/v1/workspaces/evil/{path}", {}, format="json")
         assert response.status_code == 404
