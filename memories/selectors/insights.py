@@ -83,8 +83,9 @@ def memory_conflicts(
 def _unsettled(
     workspace: Workspace, pairs: list[tuple[int, int, float]]
 ) -> list[tuple[int, int, float]]:
-    """Drop the pairs already settled: a stored decision (kept both, dismissed, …)
-    or both evidence of one consolidation (the conclusion says what holds)."""
+    """Drop the pairs already settled: a stored decision (kept both, dismissed, …),
+    both evidence of one consolidation (the conclusion says what holds), or a
+    conclusion and its own evidence (alike by construction)."""
     ids = {i for a, b, _ in pairs for i in (a, b)}
     decided = {
         tuple(d)
@@ -97,11 +98,12 @@ def _unsettled(
         "evidence_id", "conclusion_id"
     ):
         conclusions.setdefault(evidence, set()).add(conclusion)
-    return [
-        (a, b, c)
-        for a, b, c in pairs
-        if (a, b) not in decided and not (conclusions.get(a, set()) & conclusions.get(b, set()))
-    ]
+
+    def linked(a: int, b: int) -> bool:
+        of_a, of_b = conclusions.get(a, set()), conclusions.get(b, set())
+        return bool(of_a & of_b) or b in of_a or a in of_b
+
+    return [(a, b, c) for a, b, c in pairs if (a, b) not in decided and not linked(a, b)]
 
 
 @dataclass
