@@ -31,7 +31,10 @@ def memories_by_id(*, workspace: Workspace, ids: Iterable[int]) -> dict[int, Mem
     if not wanted:
         return {}
     return {
-        m.pk: m for m in Memory.objects.filter(workspace=workspace, pk__in=wanted).defer(*_LEAN)
+        m.pk: m
+        for m in Memory.objects.filter(
+            workspace=workspace, pk__in=wanted, forgotten_at__isnull=True
+        ).defer(*_LEAN)
     }
 
 
@@ -140,6 +143,7 @@ def ledger_by_source(*, workspace: Workspace) -> list[LedgerRow]:
         FROM injected i
         LEFT JOIN used u USING (session_id, memory_id)
         LEFT JOIN memories_memory m ON m.id = i.memory_id AND m.workspace_id = %(ws)s
+            AND m.forgotten_at IS NULL
         GROUP BY 1 ORDER BY 2 DESC, 1
     """
     )

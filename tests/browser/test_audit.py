@@ -88,7 +88,9 @@ def test_resolving_a_conflict_cluster(page, acme, bob):
     assert all(f"#{m.pk}" in cluster.inner_text() for m in [first, *others])
     screenshot(page, "triage-cluster")
     cluster.get_by_label("Consolidate into one conclusion").check()
-    cluster.get_by_role("textbox", name="Conclusion").fill("Release branches are cut on Monday mornings.")
+    cluster.get_by_role("textbox", name="Conclusion").fill(
+        "Release branches are cut on Monday mornings."
+    )
     cluster.get_by_role("button", name="Settle").click()
     page.get_by_text("No conflicting memories are waiting.").wait_for()
     conclusion = Memory.objects.get(source="consolidation")

@@ -180,3 +180,18 @@ def test_another_workspaces_tombstones_stay_invisible(bob_api, evil, mallory, ma
     listed = mallory_api.get("/api/v1/workspaces/evil/memories/?status=forgotten").json()
     assert listed["results"] == []
     assert Memory.objects.get(pk=memory_id).forgotten_at is not None
+
+
+def test_the_audit_api_lists_a_memorys_history_newest_first(bob_api, bob_key):
+    memory_id = remember(bob_api, "The logo is blue")
+    bob_api.patch(f"{BASE}/memories/{memory_id}/", {"text": "The logo is red"}, format="json")
+    bob_api.delete(f"{BASE}/memories/{memory_id}/?reason=rebrand")
+    page = bob_api.get(f"{BASE}/audit/?target=memory:{memory_id}").json()
+    assert page["count"] == 2
+    forget, edit = page["results"]
+    assert (forget["action"], forget["user"], forget["origin"]) == ("memory.forget", "bob", "rest")
+    assert forget["detail"]["reason"] == "rebrand" and bob_key.startswith(forget["key"])
+    assert (edit["before"], edit["after"]) == ("The logo is blue", "The logo is red")
+    assert bob_api.get(f"{BASE}/audit/?action=memory.edit").json()["count"] == 1
+    bad = bob_api.get(f"{BASE}/audit/?origin=telepathy")
+    assert bad.status_code == 400
