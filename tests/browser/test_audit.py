@@ -22,7 +22,7 @@ def test_who_changed_memory_n_and_when(page, acme, alice, bob):
     page.goto(f"/w/acme/memories/{memory.pk}/")
     page.get_by_label("Text").fill("The staging database is db-4.internal")
     page.get_by_role("button", name="Save correction").click()
-    page.wait_for_url(f"**/memories/{memory.pk}/")
+    page.get_by_text("Saved; the memory was re-embedded.").wait_for()
     history = page.locator("#audit")
     row = history.locator("tbody tr").first
     assert "bob" in row.locator(".audit-who").inner_text()
@@ -39,6 +39,7 @@ def test_who_changed_memory_n_and_when(page, acme, alice, bob):
     page.get_by_role("button", name="Filter").click()
     page.wait_for_url(re.compile(r".*user=bob.*"))
     rows = page.locator("#activity-table tbody tr")
+    rows.first.wait_for()
     assert rows.count() >= 1
     assert f"#{memory.pk}" in rows.first.inner_text()
     screenshot(page, "audit-activity")
@@ -82,7 +83,9 @@ def test_resolving_a_conflict_cluster(page, acme, bob):
     log_in(page, "bob", "bob-password")
     page.goto("/w/acme/")
     page.get_by_role("link", name="Open the queue and settle these").click()
+    page.wait_for_url("**/w/acme/triage/")
     clusters = page.locator("article.cluster")
+    clusters.first.wait_for()
     assert clusters.count() == 1
     cluster = clusters.first
     assert all(f"#{m.pk}" in cluster.inner_text() for m in [first, *others])
