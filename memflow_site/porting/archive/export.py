@@ -50,11 +50,7 @@ def memories_export(*, workspace: Workspace, bar: Progress) -> tuple[str, dict[s
     bar.grow(len(pks))
     out = io.StringIO()
     counts = {"memories": 0, "supersede links": 0, "evidence links": 0}
-    rows = (
-        kept.select_related("user", "session")
-        .defer("embedding", "lex")
-        .order_by(*order)
-    )
+    rows = kept.select_related("user", "session").defer("embedding", "lex").order_by(*order)
     for memory in rows.iterator(chunk_size=2000):
         superseded_by = export_id.get(memory.superseded_by_id or 0)
         links = sorted(evidence.get(memory.pk, []))
