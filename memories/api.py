@@ -375,28 +375,6 @@ class MemoryDetailApi(MemoryApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class MemoryRestoreApi(MemoryApiView):
-    @extend_schema(operation_id="memory_restore", request=None, responses=MemoryOutput)
-    def post(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id, forgotten=True)
-        memory = services.memory_restore(
-            workspace=self.workspace, memory=memory, actor=rest_actor(request)
-        )
-        return Response(memory_json(memory))
-
-
-class MemoryPurgeApi(MemoryApiView):
-    """Delete an entry and the texts its audit rows kept, for good (owners)."""
-
-    method_access = {"POST": Access.ADMIN}
-
-    @extend_schema(operation_id="memory_purge", request=None, responses={204: None})
-    def post(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id, forgotten=True)
-        services.memory_purge(workspace=self.workspace, memory=memory, actor=rest_actor(request))
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
 class MemorySupersedeApi(MemoryApiView):
     class InputSerializer(serializers.Serializer):
         by = serializers.IntegerField(
