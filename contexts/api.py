@@ -19,6 +19,7 @@ from contexts.api_base import (
     page_schema,
     request_key,
 )
+from contexts.audit import Actor, Origin
 from contexts.auth import request_user
 from contexts.errors import Forbidden
 from contexts.models import AgentSession, ApiKey, Membership, Workspace
@@ -87,6 +88,10 @@ def _workspace_detail_json(workspace: Workspace, role: str | None) -> dict[str, 
     }
 
 
+def _actor(request: Request) -> Actor:
+    return Actor.for_request(request, origin=Origin.REST)
+
+
 class WorkspaceDetailApi(WorkspaceApiView):
     method_access = {"PATCH": Access.ADMIN, "DELETE": Access.ADMIN}
 
@@ -113,9 +118,13 @@ class WorkspaceDetailApi(WorkspaceApiView):
         changes = values.pop("settings", None)
         if changes is not None:
             knobs.workspace_settings_clean(changes)  # refuse before anything is written
-        workspace = services.workspace_update(workspace=self.workspace, **values)
+        workspace = services.workspace_update(
+            workspace=self.workspace, actor=_actor(request), **values
+        )
         if changes is not None:
-            knobs.workspace_settings_update(workspace=workspace, values=changes)
+            knobs.workspace_settings_update(
+                workspace=workspace, values=changes, actor=_actor(request)
+            )
         return Response(_workspace_detail_json(workspace, self.membership.role))
 
     @extend_schema(operation_id="workspace_delete", responses={204: None})
@@ -157,7 +166,9 @@ class MemberListCreateApi(WorkspaceApiView):
     def post(self, request: Request, slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        membership = services.membership_set(workspace=self.workspace, **data.validated_data)
+        membership = services.membership_set(
+            workspace=self.workspace, actor=_actor(request), **data.validated_data
+        )
         return Response(MemberOutput(membership).data, status=status.HTTP_201_CREATED)
 
 
@@ -175,12 +186,15 @@ class MemberDetailApi(WorkspaceApiView):
             workspace=self.workspace,
             username=username,
             role=data.validated_data["role"],
+            actor=_actor(request),
         )
         return Response(MemberOutput(membership).data)
 
     @extend_schema(operation_id="member_remove", responses={204: None})
     def delete(self, request: Request, slug: str, username: str) -> Response:
-        services.membership_remove(workspace=self.workspace, username=username)
+        services.membership_remove(
+            workspace=self.workspace, username=username, actor=_actor(request)
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -238,6 +252,7 @@ class KeyListCreateApi(APIView):
             scope=values["scope"],
             workspace=workspace,
             created_with=key,
+            actor=_actor(request),
         )
         body = dict(KeyOutput(created.key).data)
         body["key"] = created.raw
@@ -253,7 +268,10 @@ class KeyRevokeApi(APIView):
     )
     def delete(self, request: Request, key_id: int) -> Response:
         services.apikey_revoke(
-            user=request_user(request), key_id=key_id, revoked_with=request_key(request)
+            user=request_user(request),
+            key_id=key_id,
+            revoked_with=request_key(request),
+            actor=_actor(request),
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 

@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from django.urls import path
 
-from contexts import api, context_api
+from contexts import api, audit_api, context_api
 from contexts.flowctx import api as flowctx_api
 
 urlpatterns = [
     path("", api.WorkspaceDetailApi.as_view(), name="api-workspace-detail"),
     path("members/", api.MemberListCreateApi.as_view(), name="api-member-list"),
+    path("audit/", audit_api.AuditListApi.as_view(), name="api-audit-list"),
     path("mute/", api.MuteApi.as_view(), name="api-mute"),
     path("sessions/", api.SessionListApi.as_view(), name="api-session-list"),
     path("members/<str:username>/", api.MemberDetailApi.as_view(), name="api-member-detail"),

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -7,7 +8,7 @@ from django import forms
 from contexts.declarations import ENV_PREFIX
 from contexts.errors import Invalid
 from contexts.knobs import Knob, human
-from contexts.models import ApiKey, Membership
+from contexts.models import ApiKey, AuditEvent, Membership
 
 
 class SessionFilterForm(forms.Form):
@@ -173,3 +174,27 @@ class WorkspaceSettingsForm(forms.Form):
     def values(self) -> dict[str, Any]:
         """Knob name -> typed value, None for "back to the default"."""
         return {knob.name: self.cleaned_data.get(knob.name) for knob in self.knobs}
+
+
+class ActivityFilterForm(forms.Form):
+    """The Activity page's filters: the values that occur, not free text."""
+
+    user = forms.ChoiceField(required=False, label="Who")
+    action = forms.ChoiceField(required=False, label="What")
+    origin = forms.ChoiceField(
+        required=False,
+        label="From",
+        choices=[("", "anywhere"), *AuditEvent.Origin.choices],
+    )
+
+    def __init__(
+        self, *args: Any, actions: Sequence[str] = (), members: Sequence[str] = (), **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        families = sorted({a.split(".")[0] for a in actions})
+        self.fields["action"].choices = [  # type: ignore[attr-defined]
+            ("", "any change"),
+            *((f, f"{f}.*") for f in families),
+            *((a, a) for a in actions),
+        ]
+        self.fields["user"].choices = [("", "anyone"), *((m, m) for m in members)]  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ Other keys of `Workspace.settings` are state with services of their own
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any, Literal
 
 from django.db import transaction
 
+from contexts.audit import Actor, audit_record
 from contexts.errors import Invalid
 from contexts.models import Workspace
 
@@ -233,7 +235,9 @@ def workspace_settings_clean(values: Mapping[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
-def workspace_settings_update(*, workspace: Workspace, values: Mapping[str, Any]) -> list[str]:
+def workspace_settings_update(
+    *, workspace: Workspace, values: Mapping[str, Any], actor: Actor | None = None
+) -> list[str]:
     """Set knobs by name; None resets one to its default. Returns the names that changed.
 
     All or nothing: one refused value and nothing is written. Keys of
@@ -253,7 +257,17 @@ def workspace_settings_update(*, workspace: Workspace, values: Mapping[str, Any]
                 settings[name] = value
             changed.append(name)
         if changed:
+            before = {name: (locked.settings or {}).get(name) for name in changed}
             locked.settings = settings
             locked.save(update_fields=["settings"])
+            audit_record(
+                actor=actor,
+                workspace=locked,
+                action="workspace.settings",
+                target="workspace",
+                before=json.dumps(before, sort_keys=True),
+                after=json.dumps({name: settings.get(name) for name in changed}, sort_keys=True),
+                detail={"changed": changed},
+            )
     workspace.settings = locked.settings
     return changed

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
+from django.utils import timezone
 
 
 class Workspace(models.Model):
@@ -344,3 +345,61 @@ class Scratchpad(models.Model):
 
     def __str__(self) -> str:
         return f"scratchpad of {self.session}"
+
+
+class AuditEvent(models.Model):
+    """One change a person or key made: who, through which door, when, to what.
+
+    Written by the services (never by the interfaces, which only say who is
+    calling: `contexts.audit.Actor`). `target` names the object ("memory:42",
+    "core:memory", "member:alice", "key:7") as a string, not a foreign key, so
+    the row outlives what it describes: a purged memory's history stays.
+    `workspace` is empty only for account-level changes (a key usable in
+    every workspace).
+    """
+
+    class Origin(models.TextChoices):
+        DASHBOARD = "dashboard", "Dashboard"
+        REST = "rest", "REST API"
+        MCP = "mcp", "MCP"
+        HOOK = "hook", "Hook"
+        IMPORT = "import", "Import"
+        CLI = "cli", "Command line"
+        SYSTEM = "system", "memflow itself"
+
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    key = models.ForeignKey(
+        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    action = models.CharField(max_length=48)  # memory.edit, memory.forget, key.revoke, …
+    target = models.CharField(max_length=120, blank=True)
+    before = models.TextField(blank=True)
+    after = models.TextField(blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    origin__in=["dashboard", "rest", "mcp", "hook", "import", "cli", "system"]
+                ),
+                name="auditevent_origin_valid",
+            ),
+        ]
+        indexes = [
+            # The Activity page (`audit_list`): a workspace's changes, newest first.
+            models.Index(fields=["workspace", "-at"], name="auditevent_recent_idx"),
+            # One object's history (`audit_list(target=…)`): a memory's page.
+            models.Index(fields=["workspace", "target", "-at"], name="auditevent_target_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target} ({self.origin})"

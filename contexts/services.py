@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 import secrets
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from contexts.audit import Actor, audit_record
 from contexts.declarations import (
     ENV_PREFIX,
     MAX_FILE_BYTES,
@@ -116,11 +118,16 @@ def workspace_create(*, user: User, slug: str, name: str = "") -> Workspace:
 
 
 def workspace_update(
-    *, workspace: Workspace, name: str | None = None, slug: str | None = None
+    *,
+    workspace: Workspace,
+    name: str | None = None,
+    slug: str | None = None,
+    actor: Actor | None = None,
 ) -> Workspace:
     """Rename a workspace. A new `slug` changes its URLs and what clients name it
     (MEMFLOW_WORKSPACE); its data, keys and members stay with it."""
     fields = []
+    before = {"name": workspace.name, "slug": workspace.slug}
     if name is not None:
         if not name.strip():
             raise Invalid("A workspace name cannot be empty.", code="invalid_name")
@@ -140,6 +147,16 @@ def workspace_update(
         try:
             with transaction.atomic():
                 workspace.save(update_fields=fields)
+                after = {"name": workspace.name, "slug": workspace.slug}
+                if after != before:
+                    audit_record(
+                        actor=actor,
+                        workspace=workspace,
+                        action="workspace.rename",
+                        target="workspace",
+                        before=json.dumps(before, sort_keys=True),
+                        after=json.dumps(after, sort_keys=True),
+                    )
         except IntegrityError:  # taken between the check and the write
             raise Conflict(f"The slug {workspace.slug!r} is taken.", code="slug_taken") from None
     return workspace
@@ -150,7 +167,12 @@ def workspace_delete(*, workspace: Workspace) -> None:
 
 
 def membership_set(
-    *, workspace: Workspace, username: str, role: str, existing_only: bool | None = None
+    *,
+    workspace: Workspace,
+    username: str,
+    role: str,
+    existing_only: bool | None = None,
+    actor: Actor | None = None,
 ) -> Membership:
     """Add a user to a workspace, or change their role.
 
@@ -167,26 +189,37 @@ def membership_set(
         memberships = Membership.objects.select_for_update().filter(workspace=workspace)
         existing = {m.user_id: m for m in memberships}
         membership = existing.get(user.pk)
+        before = membership.role if membership is not None else ""
         if membership is None:
             if existing_only:
                 raise NotFound(
                     f"{user.username!r} is not a member of {workspace.slug}.",
                     code="member_not_found",
                 )
-            return Membership.objects.create(user=user, workspace=workspace, role=role)
-        if existing_only is False:
+            membership = Membership.objects.create(user=user, workspace=workspace, role=role)
+        elif existing_only is False:
             raise Conflict(
                 f"{user.username!r} is already a member of {workspace.slug} "
                 f"(role {membership.role}).",
                 code="already_member",
             )
-        _refuse_losing_last_owner(list(existing.values()), membership, new_role=role)
-        membership.role = role
-        membership.save(update_fields=["role"])
+        else:
+            _refuse_losing_last_owner(list(existing.values()), membership, new_role=role)
+            membership.role = role
+            membership.save(update_fields=["role"])
+        if before != role:
+            audit_record(
+                actor=actor,
+                workspace=workspace,
+                action="member.add" if not before else "member.role",
+                target=f"member:{user.get_username()}",
+                before=before,
+                after=role,
+            )
         return membership
 
 
-def membership_remove(*, workspace: Workspace, username: str) -> None:
+def membership_remove(*, workspace: Workspace, username: str, actor: Actor | None = None) -> None:
     with transaction.atomic():
         memberships = list(
             Membership.objects.select_for_update()
@@ -200,6 +233,13 @@ def membership_remove(*, workspace: Workspace, username: str) -> None:
             )
         _refuse_losing_last_owner(memberships, target, new_role=None)
         target.delete()
+        audit_record(
+            actor=actor,
+            workspace=workspace,
+            action="member.remove",
+            target=f"member:{target.user.get_username()}",
+            before=target.role,
+        )
 
 
 def _refuse_losing_last_owner(
@@ -223,6 +263,7 @@ def apikey_create(
     scope: str = ApiKey.Scope.WRITE,
     workspace: Workspace | None = None,
     created_with: ApiKey | None = None,
+    actor: Actor | None = None,
 ) -> CreatedKey:
     """Mint a key. Through a key (`created_with`): only an unrestricted key
     can, and only keys no stronger than itself (`selectors.key_may_manage`)."""
@@ -252,10 +293,24 @@ def apikey_create(
         key_hash=hash_key(raw),
         scope=scope,
     )
+    _audit_key(key, action="key.create", actor=actor)
     return CreatedKey(key=key, raw=raw)
 
 
-def apikey_revoke(*, user: User, key_id: int, revoked_with: ApiKey | None = None) -> ApiKey:
+def _audit_key(key: ApiKey, *, action: str, actor: Actor | None) -> None:
+    """A key's audit row: in its workspace, or account-level for an unrestricted key."""
+    audit_record(
+        actor=actor,
+        workspace=key.workspace,
+        action=action,
+        target=f"key:{key.pk}",
+        detail={"prefix": key.prefix, "name": key.name, "scope": key.scope, "owner": key.user_id},
+    )
+
+
+def apikey_revoke(
+    *, user: User, key_id: int, revoked_with: ApiKey | None = None, actor: Actor | None = None
+) -> ApiKey:
     """Revoke one of the user's keys. Any key may revoke itself; through a key
     (`revoked_with`) another needs an unrestricted write or admin key of a
     scope at least as wide; a dashboard login (no key) revokes any."""
@@ -272,6 +327,7 @@ def apikey_revoke(*, user: User, key_id: int, revoked_with: ApiKey | None = None
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
+        _audit_key(key, action="key.revoke", actor=actor)
     return key
 
 

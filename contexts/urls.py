@@ -30,4 +30,5 @@ urlpatterns = [
         "w/<slug:slug>/documents/<int:document_id>/", views.document_detail, name="document-detail"
     ),
     path("w/<slug:slug>/settings/", views.workspace_settings, name="workspace-settings"),
+    path("w/<slug:slug>/activity/", views.activity_list, name="activity-list"),
 ]

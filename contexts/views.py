@@ -16,6 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from contexts import dashboard_selectors as dash_selectors
 from contexts import knobs, quotas, selectors, services
+from contexts.audit import Actor, Origin, audit_actions, audit_list
 from contexts.auth import request_user
 from contexts.dashboard import (
     HtmxHttpRequest,
@@ -27,6 +28,7 @@ from contexts.errors import Invalid, MemflowError
 from contexts.flowctx import selectors as flowctx_selectors
 from contexts.flowctx.originals import original_response
 from contexts.forms import (
+    ActivityFilterForm,
     ApiKeyForm,
     AssemblyPreviewForm,
     DeclarationForm,
@@ -382,7 +384,7 @@ def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 if not settings_form.is_valid():
                     raise Invalid(_refused(settings_form))
                 changed = knobs.workspace_settings_update(
-                    workspace=workspace, values=settings_form.values()
+                    workspace=workspace, values=settings_form.values(), actor=_actor(request)
                 )
                 messages.success(
                     request,
@@ -397,6 +399,7 @@ def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                     workspace=workspace,
                     username=member_form.cleaned_data["username"],
                     role=member_form.cleaned_data["role"],
+                    actor=_actor(request),
                 )
                 messages.success(request, f"{member.user.username} is now {member.role}.")
                 return redirect("workspace-settings", slug=workspace.slug)
@@ -405,7 +408,9 @@ def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 if not remove.is_valid():
                     raise Invalid("Say whom to remove.")
                 services.membership_remove(
-                    workspace=workspace, username=remove.cleaned_data["username"]
+                    workspace=workspace,
+                    username=remove.cleaned_data["username"],
+                    actor=_actor(request),
                 )
                 messages.success(request, f"{remove.cleaned_data['username']} was removed.")
                 if remove.cleaned_data["username"].lower() == request.user.get_username().lower():
@@ -456,6 +461,7 @@ def apikey_list(request: HtmxHttpRequest) -> HttpResponse:
                 name=form.cleaned_data["name"],
                 scope=form.cleaned_data["scope"],
                 workspace=workspace,
+                actor=_actor(request),
             )
         except MemflowError as exc:
             form.add_error(None, exc.detail)
@@ -471,7 +477,9 @@ def apikey_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 def apikey_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
     try:
-        key = services.apikey_revoke(user=request_user(request), key_id=key_id)
+        key = services.apikey_revoke(
+            user=request_user(request), key_id=key_id, actor=_actor(request)
+        )
     except MemflowError as exc:
         messages.error(request, exc.detail)
     else:
@@ -484,3 +492,39 @@ def apikey_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
     if request.htmx:
         return render(request, "contexts/apikey_list.html#key-panel", context)
     return redirect("apikey-list")
+
+
+def _actor(request: HtmxHttpRequest) -> Actor:
+    return Actor.for_request(request, origin=Origin.DASHBOARD)
+
+
+ACTIVITY_PER_PAGE = 50
+
+
+@login_required
+def activity_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """The workspace's audit trail: who changed what, when and from where."""
+    workspace, membership = workspace_for_page(request, slug)
+    if refused := not_allowed(request, "GET", "HEAD"):
+        return refused
+    actions = audit_actions(workspace=workspace)
+    members = [m.user.username for m in selectors.membership_list(workspace=workspace)]
+    form = ActivityFilterForm(request.GET or None, actions=actions, members=members)
+    form.is_valid()  # a bad value drops out of cleaned_data; the rest still apply
+    data: dict[str, Any] = getattr(form, "cleaned_data", {})
+    rows = audit_list(
+        workspace=workspace,
+        username=data.get("user") or None,
+        action=data.get("action") or None,
+        origin=data.get("origin") or None,
+    )
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "form": form,
+        "filtered": any(data.values()),
+        "page": page_of(request, rows, ACTIVITY_PER_PAGE),
+    }
+    if request.htmx:
+        return render(request, "contexts/activity_list.html#activity-table", context)
+    return render(request, "contexts/activity_list.html", context)

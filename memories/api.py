@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
+from contexts.audit import Actor, Origin
 from contexts.auth import request_user
 from contexts.knobs import knob
 from contexts.models import AgentSession
@@ -48,6 +49,9 @@ class MemoryOutput(serializers.Serializer):
     retention = serializers.FloatField()
     evidence_ids = serializers.ListField(child=serializers.IntegerField())
     metadata = serializers.DictField()
+    forgotten = serializers.DictField(
+        allow_null=True, help_text="The tombstone (at, by, reason, purge_after), or null."
+    )
 
 
 def memory_json(
@@ -85,11 +89,30 @@ def memory_json(
         ),
         "evidence_ids": sorted(memory.metadata.get("evidence_ids", [])) if memory.metadata else [],
         "metadata": memory.metadata or {},
+        "forgotten": _tombstone_json(memory),
     }
     output = dict(MemoryOutput(data).data)
     if extra:
         output.update(extra)
     return output
+
+
+def _tombstone_json(memory: Memory) -> dict[str, Any] | None:
+    if memory.forgotten_at is None:
+        return None
+    by = memory.forgotten_by
+    return {
+        "at": memory.forgotten_at.isoformat(),
+        "by": by.get_username() if by is not None else None,
+        "reason": memory.forgotten_reason,
+        "purge_after": (
+            due.isoformat() if (due := selectors.memory_purge_due(memory=memory)) else None
+        ),
+    }
+
+
+def rest_actor(request: Request) -> Actor:
+    return Actor.for_request(request, origin=Origin.REST)
 
 
 class SessionField(serializers.CharField):
@@ -192,7 +215,9 @@ class MemoryListCreateApi(MemoryApiView):
 
     class ListParams(MemoryFilterSerializer):
         status = serializers.ChoiceField(
-            choices=["current", "superseded", "all"], default="current"
+            choices=["current", "superseded", "all", "forgotten"],
+            default="current",
+            help_text="`forgotten`: the tombstones (restorable until `forgotten.purge_after`).",
         )
         contains = serializers.CharField(required=False, max_length=200)
 
@@ -213,6 +238,8 @@ class MemoryListCreateApi(MemoryApiView):
         )
         if f["status"] == "superseded":
             qs = qs.filter(valid_to__isnull=False)
+        elif f["status"] == "forgotten":
+            qs = selectors.memory_forgotten_list(workspace=self.workspace)
         now = timezone.now()
         return page_response(
             request,
@@ -282,6 +309,10 @@ def _refuses(workspace: Any, item: services.RememberInput) -> bool:
     return False
 
 
+class ForgetParams(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
 class MemoryDetailApi(MemoryApiView):
     class GetParams(serializers.Serializer):
         session = SessionField()
@@ -317,15 +348,29 @@ class MemoryDetailApi(MemoryApiView):
                 memory=memory,
                 text=values.get("text"),
                 compartment=values.get("compartment"),
+                actor=rest_actor(request),
             )
         if "pinned" in values:
             memory = services.memory_pin(memory=memory, pinned=values["pinned"])
         return Response(memory_json(memory))
 
-    @extend_schema(operation_id="memory_forget", responses={204: None})
+    @extend_schema(
+        operation_id="memory_forget",
+        parameters=[ForgetParams],
+        responses={204: None},
+        description="Forget: the entry leaves recall and lists at once, and can be restored "
+        "(`restore/`) until the workspace's `forget_retention_days` pass; then it is purged.",
+    )
     def delete(self, request: Request, slug: str, memory_id: int) -> Response:
         memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
-        services.memory_forget(workspace=self.workspace, memory=memory)
+        params = ForgetParams(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        services.memory_forget(
+            workspace=self.workspace,
+            memory=memory,
+            actor=rest_actor(request),
+            reason=params.validated_data["reason"],
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -360,6 +405,7 @@ class MemorySupersedeApi(MemoryApiView):
             text=values.get("text"),
             user=request_user(request),
             session=session,
+            actor=rest_actor(request),
         )
         services.ledger_record(
             workspace=self.workspace,
@@ -490,6 +536,7 @@ class ConsolidateApi(MemoryApiView):
             app=values["app"],
             user=request_user(request),
             session=self.session_for(request, values.get("session"), values["app"]),
+            actor=rest_actor(request),
         )
         return Response(memory_json(memory), status=status.HTTP_201_CREATED)
 
@@ -623,6 +670,7 @@ class CleanupApi(MemoryApiView):
             {
                 "dry_run": report.dry_run,
                 "removed": report.removed,
+                "purged": report.purged,
                 "candidates": [
                     {"id": i, "retention": round(r, 4), "source": s}
                     for i, r, s in report.candidates

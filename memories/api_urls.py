@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memories import api, core_api, session_api
+from memories import api, core_api, session_api, tombstone_api
 
 urlpatterns = [
     path("memories/", api.MemoryListCreateApi.as_view(), name="api-memory-list"),
@@ -12,6 +12,16 @@ urlpatterns = [
         "memories/<int:memory_id>/supersede/",
         api.MemorySupersedeApi.as_view(),
         name="api-memory-supersede",
+    ),
+    path(
+        "memories/<int:memory_id>/restore/",
+        tombstone_api.MemoryRestoreApi.as_view(),
+        name="api-memory-restore",
+    ),
+    path(
+        "memories/<int:memory_id>/purge/",
+        tombstone_api.MemoryPurgeApi.as_view(),
+        name="api-memory-purge",
     ),
     path("recall/", api.RecallApi.as_view(), name="api-recall"),
     path("auto/", api.AutoApi.as_view(), name="api-auto"),

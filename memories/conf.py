@@ -171,6 +171,18 @@ register_knobs(
             maximum=1,
         ),
         Knob(
+            name="forget_retention_days",
+            group="retention",
+            kind="int",
+            default=30,
+            label="Days a forgotten memory can be restored",
+            help="A forgotten memory leaves recall and lists at once but stays restorable "
+            "from its page for this long; then the daily cleanup purges it for good.",
+            unit="days",
+            minimum=0,
+            maximum=3650,
+        ),
+        Knob(
             name="max_text_chars",
             group="retention",
             kind="int",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from contexts.audit import Actor, audit_record
 from contexts.errors import Conflict, Invalid, MemflowError, NotFound
 from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
@@ -248,9 +249,16 @@ def _save(
     action: str,
     user: User | None,
     session: AgentSession | None,
+    actor: Actor | None,
+    workspace: Workspace,
     touched: list[str] = (),  # type: ignore[assignment]
     detail: dict[str, Any] | None = None,
 ) -> CoreRevision:
+    """Write the new version, its revision and (for a real change) its audit row.
+
+    The revision's user is whoever made the change (`actor`), which for the
+    shared MEMORY document is not its owner (`user` is None there).
+    """
     now = timezone.now().isoformat()
     before = doc.content
     doc.content = join_lines(new_lines)
@@ -266,16 +274,30 @@ def _save(
     doc.line_meta = meta
     doc.version += 1
     doc.save()
-    return CoreRevision.objects.create(
+    who = actor.user if actor is not None and actor.user is not None else user
+    revision = CoreRevision.objects.create(
         core=doc,
         version=doc.version,
         action=action,
-        user=user,
+        user=who,
         session=session,
         before=before,
         after=doc.content,
         detail=detail or {},
     )
+    if action != "touch":
+        # USER is private to its owner: its audit row says that it changed, not how.
+        private = doc.scope == CoreMemory.Scope.USER
+        audit_record(
+            actor=actor or Actor(origin="system", user=user),
+            workspace=workspace,
+            action=f"core.{action}",
+            target=f"core:{doc.scope}",
+            before="" if private else before,
+            after="" if private else doc.content,
+            detail={"version": doc.version, **({} if private else detail or {})},
+        )
+    return revision
 
 
 def _view(doc: CoreMemory) -> CoreView:
@@ -297,6 +319,7 @@ def core_edit(
     content: str = "",
     old_text: str = "",
     session: AgentSession | None = None,
+    actor: Actor | None = None,
 ) -> CoreEdit:
     """add / replace / remove one fact line, read-merge-write under the row lock."""
     if action not in ("add", "replace", "remove"):
@@ -310,7 +333,14 @@ def core_edit(
         if action == "add":
             if any(fact_of(line) == fact for line in lines):
                 revision = _save(
-                    doc, new_lines=lines, action="touch", user=user, session=session, touched=[fact]
+                    doc,
+                    new_lines=lines,
+                    action="touch",
+                    user=user,
+                    session=session,
+                    actor=actor,
+                    workspace=workspace,
+                    touched=[fact],
                 )
                 return CoreEdit(outcome="unchanged", view=_view(doc), revision=revision)
             new_lines = [*lines, as_line(fact)]
@@ -321,6 +351,8 @@ def core_edit(
                 action="add",
                 user=user,
                 session=session,
+                actor=actor,
+                workspace=workspace,
                 detail={"line": as_line(fact)},
             )
             return CoreEdit(outcome="added", view=_view(doc), revision=revision)
@@ -335,6 +367,8 @@ def core_edit(
                 action="replace",
                 user=user,
                 session=session,
+                actor=actor,
+                workspace=workspace,
                 touched=[fact],
                 detail={"old": old_line, "new": as_line(fact)},
             )
@@ -346,12 +380,21 @@ def core_edit(
             action="remove",
             user=user,
             session=session,
+            actor=actor,
+            workspace=workspace,
             detail={"old": old_line},
         )
         return CoreEdit(outcome="removed", view=_view(doc), revision=revision)
 
 
-def core_set_limit(*, scope: str, workspace: Workspace, user: User | None, limit: int) -> CoreView:
+def core_set_limit(
+    *,
+    scope: str,
+    workspace: Workspace,
+    user: User | None,
+    limit: int,
+    actor: Actor | None = None,
+) -> CoreView:
     if limit < 100 or limit > 100_000:
         raise Invalid("A core limit is between 100 and 100,000 characters.", code="invalid_limit")
     with transaction.atomic():
@@ -365,8 +408,17 @@ def core_set_limit(*, scope: str, workspace: Workspace, user: User | None, limit
                     "candidates": lru_candidates(doc),
                 },
             )
+        old_limit = doc.char_limit
         doc.char_limit = limit
         doc.save(update_fields=["char_limit", "updated_at"])
+        if old_limit != limit:
+            audit_record(
+                actor=actor or Actor(origin="system", user=user),
+                workspace=workspace,
+                action="core.limit",
+                target=f"core:{doc.scope}",
+                detail={"limit": [old_limit, limit]},
+            )
         return _view(doc)
 
 
@@ -384,6 +436,7 @@ def core_revert(
     user: User | None,
     version: int,
     session: AgentSession | None = None,
+    actor: Actor | None = None,
 ) -> CoreEdit:
     """Make the document what it was right after revision `version` (itself a new revision)."""
     with transaction.atomic():
@@ -399,6 +452,8 @@ def core_revert(
             action="revert",
             user=user,
             session=session,
+            actor=actor,
+            workspace=workspace,
             detail={"to_version": version},
         )
         return CoreEdit(outcome="reverted", view=_view(doc), revision=revision)
@@ -419,6 +474,7 @@ def core_import_text(
     user: User | None,
     text: str,
     session: AgentSession | None = None,
+    actor: Actor | None = None,
 ) -> CoreEdit:
     """Bring an HME file in. An empty document takes the file as it is (byte for
     byte); otherwise the file's missing lines are added. Over the limit: refused."""
@@ -444,6 +500,8 @@ def core_import_text(
             action="import",
             user=user,
             session=session,
+            actor=actor,
+            workspace=workspace,
             detail={"lines": len(incoming)},
         )
         return CoreEdit(outcome="imported", view=_view(doc), revision=revision)
@@ -561,6 +619,7 @@ def core_move_to_archive(
     old_text: str,
     category: str,
     session: AgentSession | None = None,
+    actor: Actor | None = None,
 ) -> Memory:
     """Demote one line into the long-term library, its usage history kept."""
     from memories import services
@@ -616,6 +675,8 @@ def core_move_to_archive(
             action="move",
             user=user,
             session=session,
+            actor=actor,
+            workspace=workspace,
             detail={"old": line, "memory_id": memory.pk, "category": category},
         )
     return memory

@@ -16,7 +16,7 @@ from contexts.errors import Forbidden
 from contexts.models import AgentSession
 from contexts.selectors import Access, key_allows
 from memories import core, selectors
-from memories.api import MemoryApiView, SessionField, memory_json, run_recall
+from memories.api import MemoryApiView, SessionField, memory_json, rest_actor, run_recall
 from memories.models import CoreMemory, CoreRevision
 
 
@@ -149,6 +149,7 @@ class CoreEditApi(MemoryApiView):
             content=values["content"],
             old_text=values["old_text"],
             session=self.session_for(request, values.get("session")),
+            actor=rest_actor(request),
         )
         return Response(
             {
@@ -176,6 +177,7 @@ class CoreEditApi(MemoryApiView):
             workspace=self.workspace,
             user=_owner(self, request, scope),
             limit=data.validated_data["char_limit"],
+            actor=rest_actor(request),
         )
         return Response(view_json(view))
 
@@ -226,6 +228,7 @@ class CoreRevertApi(MemoryApiView):
             user=_owner(self, request, scope),
             version=values["version"],
             session=self.session_for(request, values.get("session")),
+            actor=rest_actor(request),
         )
         return Response(
             {
@@ -257,6 +260,7 @@ class CoreMoveApi(MemoryApiView):
             old_text=values["old_text"],
             category=values["category"],
             session=self.session_for(request, values.get("session")),
+            actor=rest_actor(request),
         )
         view = core.core_view(
             scope=scope, user=_owner(self, request, scope), workspace=self.workspace

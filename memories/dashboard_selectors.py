@@ -31,7 +31,10 @@ def memories_by_id(*, workspace: Workspace, ids: Iterable[int]) -> dict[int, Mem
     if not wanted:
         return {}
     return {
-        m.pk: m for m in Memory.objects.filter(workspace=workspace, pk__in=wanted).defer(*_LEAN)
+        m.pk: m
+        for m in Memory.objects.filter(
+            workspace=workspace, pk__in=wanted, forgotten_at__isnull=True
+        ).defer(*_LEAN)
     }
 
 
@@ -42,7 +45,7 @@ def memory_daily_counts(*, workspace: Workspace, since: datetime) -> dict[date, 
     """Memories created per day since `since` (current or not)."""
     # Uses index: memory_recent_idx.
     rows = (
-        Memory.objects.filter(workspace=workspace, created_at__gte=since)
+        Memory.objects.filter(workspace=workspace, created_at__gte=since, forgotten_at__isnull=True)
         .annotate(day=TruncDate("created_at"))
         .order_by()
         .values("day")
@@ -52,7 +55,9 @@ def memory_daily_counts(*, workspace: Workspace, since: datetime) -> dict[date, 
 
 
 def memory_count_before(*, workspace: Workspace, before: datetime) -> int:
-    return Memory.objects.filter(workspace=workspace, created_at__lt=before).count()
+    return Memory.objects.filter(
+        workspace=workspace, created_at__lt=before, forgotten_at__isnull=True
+    ).count()
 
 
 # --- states -----------------------------------------------------------------------------
@@ -138,6 +143,7 @@ def ledger_by_source(*, workspace: Workspace) -> list[LedgerRow]:
         FROM injected i
         LEFT JOIN used u USING (session_id, memory_id)
         LEFT JOIN memories_memory m ON m.id = i.memory_id AND m.workspace_id = %(ws)s
+            AND m.forgotten_at IS NULL
         GROUP BY 1 ORDER BY 2 DESC, 1
     """
     )

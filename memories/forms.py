@@ -86,3 +86,37 @@ class SessionEventFilterForm(forms.Form):
     def __init__(self, *args: object, kinds: list[str], **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.fields["kind"].choices = [("", "every type"), *((k, k) for k in kinds)]  # type: ignore[attr-defined]
+
+
+class ForgetForm(forms.Form):
+    reason = forms.CharField(
+        max_length=2000,
+        required=False,
+        label="Why",
+        help_text="Kept with the tombstone and in the audit trail.",
+    )
+
+
+class ConflictResolveForm(forms.Form):
+    decision = forms.ChoiceField(
+        choices=[
+            ("consolidate", "Consolidated"),
+            ("supersede", "Superseded"),
+            ("keep_both", "Kept both"),
+            ("dismiss", "Dismissed"),
+        ],
+        widget=forms.RadioSelect,
+    )
+    conclusion = forms.CharField(required=False, max_length=20_000, widget=forms.Textarea)
+    keep = forms.IntegerField(required=False)
+
+    def ids(self) -> list[int]:
+        raw = (self.data.get("ids") or "").replace(",", " ").split()
+        return [int(x) for x in raw if x.isdigit()][:50]
+
+
+class FadingResolveForm(forms.Form):
+    id = forms.IntegerField(min_value=1)
+    decision = forms.ChoiceField(
+        choices=[("keep", "Keep (pin)"), ("let_fade", "Let it fade"), ("forget", "Forget")]
+    )

@@ -10,6 +10,7 @@ per-workspace document frequencies in `LexicalTerm`.
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import F, Q
@@ -70,6 +71,18 @@ class Memory(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    # Forget leaves a tombstone: the row is closed (`valid_to`, so every
+    # "current" query already skips it) and marked here, until a restore
+    # reopens it or a purge (explicit, or the daily cleanup past
+    # `forget_retention_days`) deletes it.
+    forgotten_at = models.DateTimeField(null=True, blank=True)
+    forgotten_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    forgotten_reason = models.TextField(blank=True, default="")
+    # What a restore needs to undo the forget: was it current, which
+    # predecessor did forgetting reopen.
+    forgotten_undo = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -92,6 +105,10 @@ class Memory(models.Model):
                 name="memory_source_valid",
             ),
             models.CheckConstraint(condition=~Q(text=""), name="memory_text_not_empty"),
+            models.CheckConstraint(
+                condition=Q(forgotten_at__isnull=True) | Q(valid_to__isnull=False),
+                name="memory_forgotten_is_closed",
+            ),
         ]
         indexes = [
             # Dense arm of recall and the dedupe probe: ORDER BY embedding <=> q.
@@ -121,6 +138,12 @@ class Memory(models.Model):
             ),
             # Lists, session packs and stats: a workspace's entries by age.
             models.Index(fields=["workspace", "-created_at"], name="memory_recent_idx"),
+            # The daily purge of tombstones past their window, and the list of forgotten ones.
+            models.Index(
+                fields=["workspace", "forgotten_at"],
+                condition=Q(forgotten_at__isnull=False),
+                name="memory_forgotten_idx",
+            ),
             # State history: one key's chain, oldest first.
             models.Index(
                 fields=["workspace", "state_key", "valid_from"],
@@ -135,6 +158,10 @@ class Memory(models.Model):
     @property
     def is_current(self) -> bool:
         return self.valid_to is None
+
+    @property
+    def is_forgotten(self) -> bool:
+        return self.forgotten_at is not None
 
 
 class WorkspaceEmbedder(models.Model):
@@ -349,3 +376,44 @@ class CoreRevision(models.Model):
 
     def __str__(self) -> str:
         return f"v{self.version} {self.action}"
+
+
+class TriageDecision(models.Model):
+    """A settled item of the dashboard's queue, so that it does not come back.
+
+    `memory_ids` is the sorted pair of a conflict, or the one id of a fading
+    entry; `decision` says how it was settled.
+    """
+
+    class Kind(models.TextChoices):
+        CONFLICT = "conflict", "Conflict"
+        FADING = "fading", "Fading"
+
+    class Decision(models.TextChoices):
+        KEEP_BOTH = "keep_both", "Kept both"
+        DISMISS = "dismiss", "Dismissed"
+        CONSOLIDATE = "consolidate", "Consolidated"
+        SUPERSEDE = "supersede", "Superseded"
+        KEEP = "keep", "Kept"
+        LET_FADE = "let_fade", "Let fade"
+        FORGET = "forget", "Forgotten"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    memory_ids = ArrayField(models.BigIntegerField())
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "kind", "memory_ids"], name="triagedecision_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.memory_ids}: {self.decision}"

@@ -22,8 +22,13 @@ def cleanup_workspace(workspace_id: int) -> int:
     if workspace is None:
         return 0
     report = services.memory_cleanup(workspace=workspace, dry_run=False)
-    if report.removed:
-        logger.info("cleanup removed %d faded memories from %s", report.removed, workspace.slug)
+    if report.removed or report.purged:
+        logger.info(
+            "cleanup forgot %d faded memories and purged %d tombstones in %s",
+            report.removed,
+            report.purged,
+            workspace.slug,
+        )
     return report.removed
 
 

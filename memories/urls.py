@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memories import views
+from memories import triage_views, views
 
 urlpatterns = [
     path("w/<slug:slug>/", views.workspace_overview, name="workspace-overview"),
@@ -17,6 +17,8 @@ urlpatterns = [
     path("w/<slug:slug>/core/", views.core_detail, name="core-detail"),
     path("w/<slug:slug>/core/<str:target>/<str:action>/", views.core_action, name="core-action"),
     path("w/<slug:slug>/states/", views.state_list, name="state-list"),
+    path("w/<slug:slug>/triage/", triage_views.triage_list, name="triage-list"),
+    path("w/<slug:slug>/triage/<str:kind>/", triage_views.triage_action, name="triage-action"),
     path("w/<slug:slug>/ledger/", views.ledger_detail, name="ledger-detail"),
     path("w/<slug:slug>/settings/embedder/", views.workspace_embedder, name="workspace-embedder"),
 ]

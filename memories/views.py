@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from contexts import dashboard_selectors as dash_selectors
+from contexts.audit import Actor, Origin, audit_list
 from contexts.auth import request_user
 from contexts.dashboard import (
     HtmxHttpRequest,
@@ -38,6 +39,7 @@ from memories.forms import (
     CoreEditForm,
     CoreMoveForm,
     EmbedderForm,
+    ForgetForm,
     MemoryEditForm,
     MemorySearchForm,
     SessionEventFilterForm,
@@ -91,7 +93,7 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 conclusion=consolidate.cleaned_data["conclusion"],
                 compartment=consolidate.cleaned_data["compartment"],
                 user=request_user(request),
-                app="dashboard",
+                actor=Actor.for_request(request, origin=Origin.DASHBOARD),
             )
         except MemflowError as exc:
             consolidate_error = exc.detail
@@ -178,7 +180,9 @@ def _chain(memory: Memory) -> list[Memory]:
     seen = {memory.pk}
     while True:
         previous = (
-            Memory.objects.filter(superseded_by=current).order_by("-valid_to").first()
+            Memory.objects.filter(superseded_by=current, forgotten_at__isnull=True)
+            .order_by("-valid_to")
+            .first()
             if current
             else None
         )
@@ -197,6 +201,7 @@ def _chain(memory: Memory) -> list[Memory]:
 
 
 HISTORY_PER_PAGE = 50
+AUDIT_ROWS_SHOWN = 100
 
 
 @login_required
@@ -205,9 +210,23 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
     if refused := not_allowed(request, "GET", "HEAD"):
         return refused
     try:
-        memory = selectors.memory_get(workspace=workspace, memory_id=memory_id)
+        memory = selectors.memory_get(workspace=workspace, memory_id=memory_id, forgotten=True)
     except MemflowError:
-        raise Http404("No such memory.") from None
+        purged = audit_list(workspace=workspace, target=f"memory:{memory_id}")
+        if not purged.exists():
+            raise Http404("No such memory.") from None
+        # Purged: the row is gone, its audit rows (without the texts) say what happened.
+        return render(
+            request,
+            "memories/memory_purged.html",
+            {
+                "workspace": workspace,
+                "membership": membership,
+                "memory_id": memory_id,
+                "audit": purged[:AUDIT_ROWS_SHOWN],
+            },
+            status=404,
+        )
     tau = float(knob(workspace, "decay_tau_days"))
     now = timezone.now()
     history = page_of(
@@ -240,20 +259,31 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
             initial={"text": memory.text, "compartment": memory.compartment}
         ),
         "supersede_form": SupersedeForm(auto_id="supersede_%s"),  # ids unique beside the edit form
+        "forget_form": ForgetForm(),
+        "audit": audit_list(workspace=workspace, target=f"memory:{memory.pk}")[:AUDIT_ROWS_SHOWN],
+        "purge_due": selectors.memory_purge_due(memory=memory),
     }
     return render(request, "memories/memory_detail.html", context)
 
 
 @login_required
 def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: str) -> HttpResponse:
-    workspace, _ = workspace_for_page(request, slug, Access.WRITE)
+    workspace, _ = workspace_for_page(
+        request, slug, Access.ADMIN if action == "purge" else Access.WRITE
+    )
     if request.method != "POST":  # checked after access, so outsiders see 404, not 405
         return HttpResponseNotAllowed(["POST"])
-    memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
-    if memory is None:
-        raise Http404("No such memory.")
-    user = request_user(request)
     try:
+        memory = selectors.memory_get(workspace=workspace, memory_id=memory_id, forgotten=True)
+    except MemflowError:
+        raise Http404("No such memory.") from None
+    user = request_user(request)
+    actor = Actor.for_request(request, origin=Origin.DASHBOARD)
+    try:
+        if memory.forgotten_at is not None and action not in ("restore", "purge"):
+            raise services.Conflict(
+                "This memory is forgotten: restore it first.", code="memory_forgotten"
+            )
         if action == "edit":
             form = MemoryEditForm(request.POST)
             if not form.is_valid():
@@ -263,6 +293,7 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
                 memory=memory,
                 text=form.cleaned_data["text"],
                 compartment=form.cleaned_data["compartment"],
+                actor=actor,
             )
             messages.success(request, "Saved; the memory was re-embedded.")
         elif action == "supersede":
@@ -270,7 +301,11 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
             if not replacement.is_valid():
                 raise services.Invalid("Say what replaces it.", code="invalid")
             successor = services.memory_supersede(
-                workspace=workspace, memory=memory, text=replacement.cleaned_data["text"], user=user
+                workspace=workspace,
+                memory=memory,
+                text=replacement.cleaned_data["text"],
+                user=user,
+                actor=actor,
             )
             messages.success(request, f"Superseded by #{successor.pk}.")
             return redirect("memory-detail", slug=workspace.slug, memory_id=successor.pk)
@@ -280,8 +315,21 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
                 request, "Pinned: cleanup never removes it." if not memory.pinned else "Unpinned."
             )
         elif action == "forget":
-            services.memory_forget(workspace=workspace, memory=memory)
-            messages.success(request, f"Memory #{memory_id} forgotten.")
+            reason = ForgetForm(request.POST)
+            reason.is_valid()
+            services.memory_forget(
+                workspace=workspace,
+                memory=memory,
+                actor=actor,
+                reason=reason.cleaned_data.get("reason", ""),
+            )
+            messages.success(request, f"Memory #{memory_id} forgotten; it can be restored below.")
+        elif action == "restore":
+            services.memory_restore(workspace=workspace, memory=memory, actor=actor)
+            messages.success(request, f"Memory #{memory_id} restored.")
+        elif action == "purge":
+            services.memory_purge(workspace=workspace, memory=memory, actor=actor)
+            messages.success(request, f"Memory #{memory_id} purged: its text is gone for good.")
             return redirect("memory-list", slug=workspace.slug)
         else:
             raise Http404("No such action.")
@@ -353,6 +401,7 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
     except MemflowError:  # not `user` or `memory`: no such page (it was a 500)
         raise Http404("No such core document.") from None
     owner = user if scope == CoreMemory.Scope.USER else None
+    actor = Actor.for_request(request, origin=Origin.DASHBOARD)
     error: dict[str, Any] | None = None
     try:
         if action == "edit":
@@ -366,6 +415,7 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
                 user=owner,
                 content=form.cleaned_data["content"],
                 old_text=form.cleaned_data["old_text"],
+                actor=actor,
             )
             messages.success(request, f"{core.LABELS[scope]}: {edit.outcome}.")
         elif action == "move":
@@ -378,13 +428,16 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
                 user=owner,
                 old_text=move.cleaned_data["old_text"],
                 category=move.cleaned_data["category"],
+                actor=actor,
             )
             messages.success(
                 request, f"Moved to the archive as memory #{memory.pk} ({memory.compartment})."
             )
         elif action == "revert":
             version = int(request.POST.get("version", "0") or 0)
-            core.core_revert(scope=scope, workspace=workspace, user=owner, version=version)
+            core.core_revert(
+                scope=scope, workspace=workspace, user=owner, version=version, actor=actor
+            )
             messages.success(request, f"{core.LABELS[scope]} reverted to version {version}.")
         else:
             raise Http404("No such action.")
@@ -589,7 +642,7 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "sessions_in_window": sum(sessions.values()),
         "ledger": selectors.ledger_summary(workspace=workspace, top=5),
         "recent_sessions": dash_selectors.session_list_annotated(workspace=workspace)[:8],
-        "conflicts": selectors.memory_conflicts(workspace=workspace, limit=10),
+        "conflicts": selectors.memory_conflict_clusters(workspace=workspace, limit=10),
         "fading": selectors.memory_fading(workspace=workspace, limit=10, now=now),
     }
     return render(request, "contexts/workspace_overview.html", context)

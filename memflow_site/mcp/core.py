@@ -14,6 +14,7 @@ from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from contexts.audit import Actor, Origin
 from contexts.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 from memories import core
@@ -62,6 +63,7 @@ async def memory(
             content=data["content"],
             old_text=data["old_text"],
             session=call.session(data.get("session", "")),
+            actor=Actor(origin=Origin.MCP, user=call.user, key=call.caller.key),
         )
         return Answer(
             f"{edit.outcome}\n{edit.view.rendered}",
@@ -102,6 +104,7 @@ async def archive_move(
             old_text=data["old_text"],
             category=data["category"],
             session=call.session(data.get("session", "")),
+            actor=Actor(origin=Origin.MCP, user=call.user, key=call.caller.key),
         )
         view = core.core_view(scope=scope, user=owner, workspace=call.workspace)
         return Answer(

@@ -21,6 +21,7 @@ from django.utils import timezone
 from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
+from contexts.audit import Actor, Origin
 from contexts.errors import Invalid
 from contexts.knobs import knob
 from contexts.selectors import Access
@@ -381,6 +382,8 @@ async def flymemory_supersede(
             text=data.get("text"),
             user=call.user,
             session=session,
+            app=call.app_for(session),
+            actor=_actor(call),
         )
         services.ledger_record(
             workspace=call.workspace,
@@ -474,6 +477,7 @@ async def flymemory_consolidate(
             app=data["app"] or call.app_for(session),
             user=call.user,
             session=session,
+            actor=_actor(call),
         )
         evidence = list(dict.fromkeys(data["ids"]))
         return Answer(
@@ -483,6 +487,10 @@ async def flymemory_consolidate(
         )
 
     return await run_tool(ctx, body, access=Access.WRITE)
+
+
+def _actor(call: Call) -> Actor:
+    return Actor(origin=Origin.MCP, user=call.user, key=call.caller.key)
 
 
 def _conflict_line(conflict: selectors.Conflict, width: int) -> str:
@@ -567,12 +575,13 @@ async def flymemory_insights(
 
 
 async def flymemory_forget(ctx: Context, memory_id: int) -> CallToolResult:
-    """Delete a WRONG memory for good (an outdated one: supersede it)."""
+    """Forget a WRONG memory (an outdated one: supersede it). A person can
+    restore it from the dashboard for a while."""
 
     def body(call: Call) -> Answer:
         memory = selectors.memory_get(workspace=call.workspace, memory_id=memory_id)
         text = memory.text
-        services.memory_forget(workspace=call.workspace, memory=memory)
+        services.memory_forget(workspace=call.workspace, memory=memory, actor=_actor(call))
         return Answer(
             f"[FORGOT #{memory_id}] {rendering.one_line(text, 80)}", {"forgotten": memory_id}
         )
@@ -597,7 +606,9 @@ async def flymemory_cleanup(
         report = services.memory_cleanup(workspace=call.workspace, dry_run=data["dry_run"])
         plain = knob(call.workspace, "cleanup_threshold")
         valuable = knob(call.workspace, "cleanup_threshold_valuable")
-        remaining = Memory.objects.filter(workspace=call.workspace).count()
+        remaining = Memory.objects.filter(
+            workspace=call.workspace, forgotten_at__isnull=True
+        ).count()
         if report.dry_run:
             head = f"Would remove {len(report.candidates)} decayed memories."
         else:

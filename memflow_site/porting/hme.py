@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
+from contexts.audit import Actor, Origin
 from contexts.errors import Invalid, MemflowError
 from contexts.models import Workspace
 from contexts.secrets import find_secret
@@ -249,7 +250,13 @@ def core_text_import(
     # A clean file goes in as it is, so an empty document holds it byte for byte.
     body = text if len(clean) == len(lines) else "\n".join(clean) + "\n"
     try:
-        core.core_import_text(scope=scope, workspace=workspace, user=owner, text=body)
+        core.core_import_text(
+            scope=scope,
+            workspace=workspace,
+            user=owner,
+            text=body,
+            actor=Actor(origin=Origin.IMPORT, user=owner),
+        )
     except MemflowError as exc:
         report.skip(label, exc.detail)
         return

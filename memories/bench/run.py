@@ -205,7 +205,7 @@ def forget_captures(workspace: Workspace) -> int:
     """Remove what a hooks bench captured, so the corpus stays the labelled one."""
     captured = list(Memory.objects.filter(workspace=workspace, metadata__bench_key__isnull=True))
     for memory in captured:
-        services.memory_forget(workspace=workspace, memory=memory)
+        services.memory_purge(workspace=workspace, memory=memory)
     return len(captured)
 
 

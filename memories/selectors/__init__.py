@@ -32,7 +32,13 @@ from memories.selectors.embedder import (
     serving_backend,
     workspace_embedder_status,
 )
-from memories.selectors.entries import MemoryFilters, memory_get, memory_list
+from memories.selectors.entries import (
+    MemoryFilters,
+    memory_forgotten_list,
+    memory_get,
+    memory_list,
+    memory_purge_due,
+)
 from memories.selectors.fusion import (
     DENSE_BLIND_SHARE,
     DENSE_BLIND_WEIGHT,
@@ -44,7 +50,9 @@ from memories.selectors.fusion import (
 )
 from memories.selectors.insights import (
     Conflict,
+    ConflictCluster,
     memory_below_retention,
+    memory_conflict_clusters,
     memory_conflicts,
     memory_fading,
 )
@@ -91,6 +99,7 @@ __all__ = [
     "STAT_LENGTH",
     "STAT_SWAPPING",
     "Conflict",
+    "ConflictCluster",
     "DenseHit",
     "EmbedderStatus",
     "Fusion",
@@ -123,11 +132,14 @@ __all__ = [
     "lexical_stats",
     "memories_by_norm_hash",
     "memory_below_retention",
+    "memory_conflict_clusters",
     "memory_conflicts",
     "memory_counts_by_workspace",
     "memory_fading",
+    "memory_forgotten_list",
     "memory_get",
     "memory_list",
+    "memory_purge_due",
     "memory_recall",
     "memory_stats",
     "reembed_swapping",

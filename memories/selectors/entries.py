@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from contexts.errors import NotFound
+from contexts.knobs import knob
 from contexts.models import Workspace
 from memories.models import Memory
 
@@ -21,10 +22,12 @@ def unexpired() -> Q:
     return Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
 
 
-def memory_get(*, workspace: Workspace, memory_id: int) -> Memory:
-    """The entry, unless it is missing or expired (both 404, with distinct codes)."""
+def memory_get(*, workspace: Workspace, memory_id: int, forgotten: bool = False) -> Memory:
+    """One entry of the workspace, unless it is missing or expired (both 404, with
+    distinct codes). A forgotten one only with `forgotten` (its own page, restore,
+    purge): to every other reader it no longer exists."""
     memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
-    if memory is None:
+    if memory is None or (memory.forgotten_at is not None and not forgotten):
         raise NotFound(f"No memory #{memory_id} in this workspace.", code="memory_not_found")
     if memory.expires_at is not None and memory.expires_at <= timezone.now():
         raise NotFound(
@@ -50,7 +53,11 @@ class MemoryFilters:
         """A WHERE fragment (starting with AND) for these filters."""
         # The clock, not now(): that is the transaction's start, stale in a long one.
         params["f_now"] = timezone.now()
-        parts = [f"({alias}.expires_at IS NULL OR {alias}.expires_at > %(f_now)s)"]
+        # Forgotten entries (tombstones) never take part, superseded ones on request.
+        parts = [
+            f"({alias}.expires_at IS NULL OR {alias}.expires_at > %(f_now)s)",
+            f"{alias}.forgotten_at IS NULL",
+        ]
         if not self.include_superseded:
             parts.append(f"{alias}.valid_to IS NULL")
         if self.compartment is not None:
@@ -76,7 +83,7 @@ class MemoryFilters:
         return "".join(f" AND {p}" for p in parts)
 
     def queryset(self, qs: QuerySet[Memory]) -> QuerySet[Memory]:
-        qs = qs.filter(unexpired())
+        qs = qs.filter(unexpired(), forgotten_at__isnull=True)
         if not self.include_superseded:
             qs = qs.filter(valid_to__isnull=True)
         if self.compartment is not None:
@@ -104,3 +111,21 @@ def memory_list(
         # Uses index: memory_text_trgm (substring search over paths, IDs, CJK).
         qs = qs.filter(text__icontains=contains)
     return qs.order_by("-created_at", "-id")
+
+
+def memory_purge_due(*, memory: Memory) -> datetime | None:
+    """When the daily cleanup will purge this tombstone (None: not forgotten)."""
+    if memory.forgotten_at is None:
+        return None
+    days = float(knob(memory.workspace, "forget_retention_days"))
+    return memory.forgotten_at + timedelta(days=days)
+
+
+def memory_forgotten_list(*, workspace: Workspace) -> QuerySet[Memory]:
+    """The workspace's tombstones, most recently forgotten first.
+
+    Uses index: memory_forgotten_idx.
+    """
+    return Memory.objects.filter(workspace=workspace, forgotten_at__isnull=False).order_by(
+        "-forgotten_at", "-id"
+    )

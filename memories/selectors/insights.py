@@ -14,7 +14,7 @@ from contexts.knobs import knob
 from contexts.models import Workspace
 from memories.conf import conflict_cosine
 from memories.decay import retention_sql
-from memories.models import Memory
+from memories.models import Memory, MemoryEvidence, TriageDecision
 from memories.selectors.embedder import embedder_for
 from memories.selectors.search import _distance_order
 
@@ -69,7 +69,7 @@ def memory_conflicts(
     """
     with heavy_read("conflicts"), connection.cursor() as cursor:
         cursor.execute(sql, params)
-        pairs = cursor.fetchall()
+        pairs = _unsettled(workspace, cursor.fetchall())
     rows = Memory.objects.select_related("workspace", "session").in_bulk(
         {i for a, b, _ in pairs for i in (a, b)}
     )
@@ -78,6 +78,77 @@ def memory_conflicts(
         for a, b, c in pairs
         if a in rows and b in rows
     ]
+
+
+def _unsettled(
+    workspace: Workspace, pairs: list[tuple[int, int, float]]
+) -> list[tuple[int, int, float]]:
+    """Drop the pairs already settled: a stored decision (kept both, dismissed, …),
+    both evidence of one consolidation (the conclusion says what holds), or a
+    conclusion and its own evidence (alike by construction)."""
+    ids = {i for a, b, _ in pairs for i in (a, b)}
+    decided = {
+        tuple(d)
+        for d in TriageDecision.objects.filter(
+            workspace=workspace, kind=TriageDecision.Kind.CONFLICT, memory_ids__overlap=list(ids)
+        ).values_list("memory_ids", flat=True)
+    }
+    conclusions: dict[int, set[int]] = {}
+    for evidence, conclusion in MemoryEvidence.objects.filter(evidence_id__in=ids).values_list(
+        "evidence_id", "conclusion_id"
+    ):
+        conclusions.setdefault(evidence, set()).add(conclusion)
+
+    def linked(a: int, b: int) -> bool:
+        of_a, of_b = conclusions.get(a, set()), conclusions.get(b, set())
+        return bool(of_a & of_b) or b in of_a or a in of_b
+
+    return [(a, b, c) for a, b, c in pairs if (a, b) not in decided and not linked(a, b)]
+
+
+@dataclass
+class ConflictCluster:
+    """Entries linked by conflicting pairs: one decision settles them together."""
+
+    members: list[Memory]
+    pairs: list[Conflict]
+
+    @property
+    def ids(self) -> list[int]:
+        return [m.pk for m in self.members]
+
+    @property
+    def top_cosine(self) -> float:
+        return max(p.cosine for p in self.pairs)
+
+
+def memory_conflict_clusters(
+    *, workspace: Workspace, threshold: float | None = None, limit: int = 20
+) -> list[ConflictCluster]:
+    """`memory_conflicts` grouped: pairs sharing an entry form one cluster
+    (three near-copies are one row, not three), the closest first."""
+    pairs = memory_conflicts(workspace=workspace, threshold=threshold, limit=limit * 10)
+    parent: dict[int, int] = {}
+
+    def root(i: int) -> int:
+        while parent.setdefault(i, i) != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for pair in pairs:
+        parent[root(pair.a.pk)] = root(pair.b.pk)
+    groups: dict[int, ConflictCluster] = {}
+    for pair in pairs:
+        cluster = groups.setdefault(root(pair.a.pk), ConflictCluster(members=[], pairs=[]))
+        cluster.pairs.append(pair)
+        for m in (pair.a, pair.b):
+            if m.pk not in cluster.ids:
+                cluster.members.append(m)
+    clusters = sorted(groups.values(), key=lambda c: -c.top_cosine)[:limit]
+    for cluster in clusters:
+        cluster.members.sort(key=lambda m: m.pk)
+    return clusters
 
 
 def memory_fading(
@@ -93,6 +164,11 @@ def memory_fading(
         FROM memories_memory m
         WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND NOT m.pinned
           AND m.source IN ('model', 'import')
+          AND NOT EXISTS (
+              SELECT 1 FROM memories_triagedecision d
+              WHERE d.workspace_id = m.workspace_id AND d.kind = 'fading'
+                AND d.memory_ids = ARRAY[m.id]
+          )
           AND {retention_sql("%(now)s", "%(tau)s")} < %(below)s
         ORDER BY r ASC LIMIT %(limit)s
     """
@@ -114,7 +190,7 @@ def memory_below_retention(*, workspace: Workspace, now: datetime) -> list[tuple
     # Raw SQL: as in memory_fading.
     sql = f"""
         SELECT m.id, {expr} AS r, m.source FROM memories_memory m
-        WHERE m.workspace_id = %(ws)s AND NOT m.pinned
+        WHERE m.workspace_id = %(ws)s AND NOT m.pinned AND m.forgotten_at IS NULL
           AND ({expr} < CASE WHEN m.source IN ('model', 'import') THEN %(valuable)s ELSE %(plain)s END
                OR m.expires_at < %(now)s)
         ORDER BY m.id

@@ -21,7 +21,7 @@ def state_current(*, workspace: Workspace, key: str) -> Memory:
 def state_history(*, workspace: Workspace, key: str) -> list[Memory]:
     # Uses index: memory_state_history_idx.
     chain = list(
-        Memory.objects.filter(workspace=workspace, state_key=key)
+        Memory.objects.filter(workspace=workspace, state_key=key, forgotten_at__isnull=True)
         .select_related("workspace", "session")
         .order_by("valid_from", "id")
     )

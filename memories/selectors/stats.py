@@ -26,7 +26,7 @@ def memory_stats(*, workspace: Workspace, now: datetime | None = None) -> dict[s
 
 
 def _memory_stats(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
-    all_rows = Memory.objects.filter(workspace=workspace)
+    all_rows = Memory.objects.filter(workspace=workspace, forgotten_at__isnull=True)
     current = all_rows.filter(valid_to__isnull=True)
 
     def counts(column: str) -> dict[str, int]:

@@ -12,6 +12,12 @@ from __future__ import annotations
 from contexts.errors import Conflict, Invalid, MemflowError, NotFound
 from memories import selectors
 from memories.services.dedupe import _insert_unfolded, dedupe_undo
+from memories.services.forget import (
+    memory_forget,
+    memory_purge,
+    memory_purge_expired,
+    memory_restore,
+)
 from memories.services.index import PENDING_LIST_INDEXES, bulk_index_writes, index_pending_fold
 from memories.services.inputs import (
     Outcome,
@@ -25,7 +31,6 @@ from memories.services.lifecycle import (
     CleanupReport,
     memory_cleanup,
     memory_consolidate,
-    memory_forget,
     memory_pin,
     memory_supersede,
     memory_update,
@@ -41,6 +46,7 @@ from memories.services.reembed import (
     workspace_embedder_set,
 )
 from memories.services.remember import memory_remember, memory_remember_bulk, memory_remember_stream
+from memories.services.triage import memory_conflict_resolve, memory_fading_resolve
 from memories.services.usage import ledger_record, memory_recall_answer, memory_rehearse
 from memories.services.writes import _workspace_lock
 
@@ -68,14 +74,19 @@ __all__ = [
     "index_pending_fold",
     "ledger_record",
     "memory_cleanup",
+    "memory_conflict_resolve",
     "memory_consolidate",
+    "memory_fading_resolve",
     "memory_forget",
     "memory_pin",
+    "memory_purge",
+    "memory_purge_expired",
     "memory_recall_answer",
     "memory_rehearse",
     "memory_remember",
     "memory_remember_bulk",
     "memory_remember_stream",
+    "memory_restore",
     "memory_supersede",
     "memory_update",
     "memory_validate",

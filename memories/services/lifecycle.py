@@ -1,4 +1,22 @@
-"""An entry's life after remember: supersede, edit, forget, pin, consolidate, clean up."""
+"""An entry's life after remember: supersede, edit, pin, consolidate, clean up.
+
+Every change a person or key makes is written to the audit trail here, with
+the `Actor` the interface passed down (forget, restore and purge are in
+`services.forget`).
+
+Provenance is the same whichever interface made a change:
+
+- `source` says what kind of write produced the text: `model` for a text a
+  caller chose to write (a remember, a replacement given to supersede, an
+  edit keeps the entry's own), `consolidation` for a conclusion, `hook` and
+  `import` for mechanical captures. A person writing in the dashboard is a
+  caller like a model calling the API: `model`.
+- `app` names the agent harness the text belongs to: the one the caller
+  gave (or its session's), else inherited: a replacement text takes the app
+  of the entry it replaces, a conclusion the app its evidence shares. It is
+  never the interface: "dashboard", "rest", "mcp" are the audit row's
+  `origin`, not an app.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +25,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from django.db import transaction
 from django.utils import timezone
 
+from contexts.audit import Actor, audit_record
 from contexts.errors import Conflict, Invalid, NotFound
 from contexts.models import AgentSession, Workspace
 from memories import selectors
 from memories.models import Memory, MemoryEvidence
 from memories.services.dedupe import _insert_row
+from memories.services.forget import memory_purge_expired, memory_tombstone_decayed
 from memories.services.inputs import RememberInput, memory_validate
 from memories.services.writes import (
     _set_text,
     _update_term_stats,
-    _workspace_lock,
     embedded_and_locked,
 )
 
@@ -35,8 +53,13 @@ def memory_supersede(
     text: str | None = None,
     user: User | None = None,
     session: AgentSession | None = None,
+    app: str = "",
+    actor: Actor | None = None,
 ) -> Memory:
-    """Retire `memory` in favour of `by` (an existing entry) or a new text."""
+    """Retire `memory` in favour of `by` (an existing entry) or a new text.
+
+    A new text's `app` is `app` (or the session's), else the retired entry's.
+    """
     if (by is None) == (text is None):
         raise Invalid("Give either `by` (an id) or `text`, not both.", code="supersede_target")
     if memory.valid_to is not None:
@@ -52,7 +75,10 @@ def memory_supersede(
         item = memory_validate(
             workspace=workspace,
             item=RememberInput(
-                text=text or "", compartment=memory.compartment, source=Memory.Source.MODEL
+                text=text or "",
+                compartment=memory.compartment,
+                source=Memory.Source.MODEL,
+                app=app or (session.app if session else "") or memory.app,
             ),
         )
     with embedded_and_locked(workspace=workspace, texts=[item.text] if by is None else []) as new:
@@ -87,6 +113,15 @@ def memory_supersede(
             Memory.objects.filter(pk=locked.pk).update(
                 valid_to=max(now, locked.valid_from), superseded_by=by
             )
+        audit_record(
+            actor=actor or Actor(origin="system", user=user),
+            workspace=workspace,
+            action="memory.supersede",
+            target=f"memory:{locked.pk}",
+            before=locked.text,
+            after=by.text,
+            detail={"by": by.pk, "new": text is not None},
+        )
     memory.refresh_from_db()
     return by
 
@@ -104,13 +139,22 @@ def _reaches(*, start: Memory, target: Memory) -> bool:
 
 
 def memory_update(
-    *, workspace: Workspace, memory: Memory, text: str | None = None, compartment: str | None = None
+    *,
+    workspace: Workspace,
+    memory: Memory,
+    text: str | None = None,
+    compartment: str | None = None,
+    actor: Actor | None = None,
 ) -> Memory:
-    """Edit an entry in place (a correction, not a new fact): re-embeds on new text."""
+    """Edit an entry in place (a correction, not a new fact): re-embeds on new text.
+
+    The audit row keeps the text before and after (and the compartments).
+    """
     if text is not None:
         text = memory_validate(workspace=workspace, item=RememberInput(text=text)).text
     with embedded_and_locked(workspace=workspace, texts=[text] if text is not None else []) as new:
         locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        before_text, before_compartment = locked.text, locked.compartment
         if compartment is not None:
             locked.compartment = compartment.strip().lower()[:64]
         if text is not None and text != locked.text:
@@ -119,26 +163,17 @@ def memory_update(
             _set_text(locked, text, vector, embedder.model_id)
             _update_term_stats(workspace, [locked], [old])
         locked.save()
+        if (before_text, before_compartment) != (locked.text, locked.compartment):
+            audit_record(
+                actor=actor,
+                workspace=workspace,
+                action="memory.edit",
+                target=f"memory:{locked.pk}",
+                before=before_text,
+                after=locked.text,
+                detail={"compartment": [before_compartment, locked.compartment]},
+            )
     return locked
-
-
-def memory_forget(*, workspace: Workspace, memory: Memory) -> None:
-    """Delete an entry for good. What it had superseded becomes current again."""
-    with transaction.atomic():
-        _workspace_lock(workspace)
-        locked = (
-            Memory.objects.select_for_update().filter(pk=memory.pk, workspace=workspace).first()
-        )
-        if locked is None:
-            raise NotFound(f"No memory #{memory.pk} in this workspace.", code="memory_not_found")
-        predecessors = list(Memory.objects.filter(superseded_by=locked).order_by("-valid_to"))
-        _update_term_stats(workspace, [], [locked])
-        was_current = locked.valid_to is None
-        locked.delete()
-        if was_current and predecessors:
-            # Reopen the latest predecessor (a state key keeps one current value).
-            latest = predecessors[0]
-            Memory.objects.filter(pk=latest.pk).update(valid_to=None, superseded_by=None)
 
 
 def memory_pin(*, memory: Memory, pinned: bool) -> Memory:
@@ -159,15 +194,21 @@ def memory_consolidate(
     user: User | None = None,
     session: AgentSession | None = None,
     app: str = "",
+    actor: Actor | None = None,
 ) -> Memory:
-    """A new entry resting on ≥ 2 existing ones; the originals stay as evidence."""
+    """A new entry resting on ≥ 2 existing ones; the originals stay as evidence.
+
+    Its `app` is `app` (or the session's), else the one its evidence shares.
+    """
     unique_ids = list(dict.fromkeys(ids))
     if len(unique_ids) < 2:
         raise Invalid("Consolidation needs at least two distinct memory ids.", code="too_few_ids")
     evidence = list(Memory.objects.filter(workspace=workspace, pk__in=unique_ids))
-    missing = sorted(set(unique_ids) - {m.pk for m in evidence})
+    missing = sorted(set(unique_ids) - {m.pk for m in evidence if m.forgotten_at is None})
     if missing:
         raise NotFound(f"No memories {missing} in this workspace.", code="memory_not_found")
+    apps = {m.app for m in evidence}
+    app = app or (session.app if session else "") or (apps.pop() if len(apps) == 1 else "")
     item = memory_validate(
         workspace=workspace,
         item=RememberInput(
@@ -188,6 +229,14 @@ def memory_consolidate(
         MemoryEvidence.objects.bulk_create(
             [MemoryEvidence(conclusion=memory, evidence=e) for e in evidence]
         )
+        audit_record(
+            actor=actor or Actor(origin="system", user=user),
+            workspace=workspace,
+            action="memory.consolidate",
+            target=f"memory:{memory.pk}",
+            after=memory.text,
+            detail={"evidence_ids": unique_ids},
+        )
     return memory
 
 
@@ -196,15 +245,18 @@ class CleanupReport:
     dry_run: bool
     candidates: list[tuple[int, float, str]]
     removed: int
+    purged: int = 0
 
 
 def memory_cleanup(
     *, workspace: Workspace, dry_run: bool = True, now: datetime | None = None
 ) -> CleanupReport:
-    """Remove entries whose retention fell below the workspace's thresholds.
+    """Forget entries whose retention fell below the workspace's thresholds,
+    and purge the tombstones older than `forget_retention_days`.
 
     Entries that are evidence of a consolidation are kept: abstraction never
-    destroys its material.
+    destroys its material. A decayed entry is forgotten, not deleted, so it
+    can be restored within the window like any other.
     """
     now = now or timezone.now()
     found = selectors.memory_below_retention(workspace=workspace, now=now)
@@ -214,9 +266,8 @@ def memory_cleanup(
         )
     )
     candidates = [row for row in found if row[0] not in protected]
-    removed = 0
-    if not dry_run:
-        for memory in Memory.objects.filter(pk__in=[i for i, _, _ in candidates]):
-            memory_forget(workspace=workspace, memory=memory)
-            removed += 1
-    return CleanupReport(dry_run=dry_run, candidates=candidates, removed=removed)
+    if dry_run:
+        return CleanupReport(dry_run=True, candidates=candidates, removed=0)
+    removed = memory_tombstone_decayed(workspace=workspace, ids=[i for i, _, _ in candidates])
+    purged = memory_purge_expired(workspace=workspace, now=now)
+    return CleanupReport(dry_run=False, candidates=candidates, removed=removed, purged=purged)

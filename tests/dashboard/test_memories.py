@@ -204,7 +204,7 @@ def test_ticks_ride_along_with_searches_and_pages(acme, bob, as_user):
     assert 'hx-include="#memory-table"' in found
 
 
-def test_an_overview_conflict_links_to_both_ticked(acme, bob, victor, as_user):
+def test_an_overview_conflict_shows_as_one_group_with_the_way_to_settle_it(acme, bob, as_user):
     a = remember(acme, "The release branch is cut every Monday morning.")
     # written as something else and corrected, so remember's dedupe does not fold the two
     b = services.memory_update(
@@ -212,13 +212,10 @@ def test_an_overview_conflict_links_to_both_ticked(acme, bob, victor, as_user):
         memory=remember(acme, "Lunch is at noon on Fridays"),
         text="The release branch gets cut every Monday morning.",
     )
-    link = f"/w/acme/memories/?ids={a.pk}&amp;ids={b.pk}"
     overview = as_user(bob).get("/w/acme/").content.decode()
-    assert f'href="{link}">Consolidate the two…</a>' in overview
-    page = as_user(bob).get(link.replace("&amp;", "&")).content.decode()
-    for memory in (a, b):
-        assert f'aria-label="Tick #{memory.pk} to consolidate" checked' in page
-    assert "Consolidate the two" not in as_user(victor).get("/w/acme/").content.decode()
+    assert overview.count('<ul class="conflicts">') == 1
+    assert f"#{a.pk}</a>" in overview and f"#{b.pk}</a>" in overview
+    assert 'href="/w/acme/triage/">Open the queue and settle these' in overview
 
 
 def test_a_bad_value_is_dropped_and_the_other_filters_still_apply(acme, bob, as_user):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contexts.models import AgentSession
+from contexts.models import AgentSession, AuditEvent
 from memories.models import InjectionEvent, Memory, MemoryEvidence
 from tests.mcp.client import Mcp
 
@@ -112,7 +112,7 @@ def test_states_supersede_and_history(client, acme):
     assert old["id"] in history_recall["ids"]
 
 
-def test_consolidate_keeps_the_evidence_and_forget_deletes(client, acme):
+def test_consolidate_keeps_the_evidence_and_forget_leaves_a_tombstone(client, acme):
     ids = [
         client.ok("flymemory_remember", text=text)[1]["id"]
         for text in (
@@ -138,8 +138,12 @@ def test_consolidate_keeps_the_evidence_and_forget_deletes(client, acme):
 
     text, _ = client.ok("flymemory_forget", memory_id=ids[0])
     assert text.startswith(f"[FORGOT #{ids[0]}] The search cluster")
-    assert not Memory.objects.filter(pk=ids[0]).exists()
+    tomb = Memory.objects.get(pk=ids[0])
+    assert tomb.forgotten_at is not None and tomb.forgotten_by.username == "alice"
+    assert client.error("flymemory_get_memory", memory_id=ids[0])["code"] == "memory_not_found"
     assert client.error("flymemory_forget", memory_id=ids[0])["code"] == "memory_not_found"
+    event = AuditEvent.objects.get(action="memory.forget")
+    assert (event.origin, event.user.username, event.key is not None) == ("mcp", "alice", True)
 
 
 def test_the_upkeep_tools_answer(client, acme):

@@ -87,10 +87,15 @@ def test_cleanup_removes_only_faded_entries_and_keeps_evidence(acme):
     assert Memory.objects.filter(pk=faded.pk).exists()  # a dry run changes nothing
 
     services.memory_cleanup(workspace=acme, dry_run=False)
-    assert not Memory.objects.filter(pk=faded.pk).exists()
-    assert Memory.objects.filter(pk=valuable.pk).exists()
+    # forgotten, not deleted: restorable until the window ends
+    tomb = Memory.objects.get(pk=faded.pk)
+    assert tomb.forgotten_at is not None and tomb.forgotten_reason == "decayed"
+    assert Memory.objects.get(pk=valuable.pk).forgotten_at is None
     stats = selectors.lexical_stats(workspace=acme, terms=["capture"])
-    assert stats.docs == Memory.objects.filter(workspace=acme).count()
+    assert stats.docs == Memory.objects.filter(workspace=acme, forgotten_at=None).count()
+    later = timezone.now() + timedelta(days=31)
+    assert services.memory_cleanup(workspace=acme, dry_run=False, now=later).purged == 1
+    assert not Memory.objects.filter(pk=faded.pk).exists()
 
 
 def test_fading_lists_valuable_entries_under_half(acme):
@@ -115,4 +120,4 @@ def test_a_daily_schedule_runs_the_cleanup(acme):
     ).memory
     Memory.objects.filter(pk=memory.pk).update(last_accessed=timezone.now() - timedelta(days=5000))
     assert tasks.cleanup_all_workspaces() == 1
-    assert not Memory.objects.filter(pk=memory.pk).exists()
+    assert Memory.objects.get(pk=memory.pk).forgotten_at is not None

@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 def memories_export(*, workspace: Workspace, bar: Progress) -> tuple[str, dict[str, int]]:
     """`memories.jsonl` and its counts."""
     order = ("created_at", "id")
-    pks = list(
-        Memory.objects.filter(workspace=workspace).order_by(*order).values_list("pk", flat=True)
-    )
+    # Forgotten entries (tombstones) are not part of what the workspace knows.
+    kept = Memory.objects.filter(workspace=workspace, forgotten_at__isnull=True)
+    pks = list(kept.order_by(*order).values_list("pk", flat=True))
     export_id = {pk: n for n, pk in enumerate(pks, start=1)}
     evidence: dict[int, list[int]] = defaultdict(list)
     for conclusion, item in MemoryEvidence.objects.filter(
@@ -50,12 +50,7 @@ def memories_export(*, workspace: Workspace, bar: Progress) -> tuple[str, dict[s
     bar.grow(len(pks))
     out = io.StringIO()
     counts = {"memories": 0, "supersede links": 0, "evidence links": 0}
-    rows = (
-        Memory.objects.filter(workspace=workspace)
-        .select_related("user", "session")
-        .defer("embedding", "lex")
-        .order_by(*order)
-    )
+    rows = kept.select_related("user", "session").defer("embedding", "lex").order_by(*order)
     for memory in rows.iterator(chunk_size=2000):
         superseded_by = export_id.get(memory.superseded_by_id or 0)
         links = sorted(evidence.get(memory.pk, []))
