@@ -139,10 +139,12 @@ def test_consolidate_keeps_the_evidence_and_forget_leaves_a_tombstone(client, ac
     text, _ = client.ok("flymemory_forget", memory_id=ids[0])
     assert text.startswith(f"[FORGOT #{ids[0]}] The search cluster")
     tomb = Memory.objects.get(pk=ids[0])
-    assert tomb.forgotten_at is not None and tomb.forgotten_by.username == "alice"
+    assert tomb.forgotten_at is not None and tomb.forgotten_by is not None
+    assert tomb.forgotten_by.username == "alice"
     assert client.error("flymemory_get_memory", memory_id=ids[0])["code"] == "memory_not_found"
     assert client.error("flymemory_forget", memory_id=ids[0])["code"] == "memory_not_found"
     event = AuditEvent.objects.get(action="memory.forget")
+    assert event.user is not None
     assert (event.origin, event.user.username, event.key is not None) == ("mcp", "alice", True)
 
 

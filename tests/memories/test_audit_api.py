@@ -99,7 +99,7 @@ def test_purge_is_for_owners_and_leaves_history_without_the_text(bob_api, alice_
     rows = AuditEvent.objects.filter(target=f"memory:{memory_id}")
     assert [r.action for r in rows] == ["memory.purge", "memory.forget", "memory.edit"]
     assert all(r.before == "" and r.after == "" for r in rows)
-    assert rows[0].user.username == "alice"
+    assert rows[0].user is not None and rows[0].user.username == "alice"
     gone = post(alice_api, f"memories/{memory_id}/restore/")
     assert gone.status_code == 404 and gone.json()["code"] == "memory_not_found"
 
@@ -110,6 +110,7 @@ def test_the_daily_cleanup_purges_tombstones_past_the_window_only(bob_api, acme)
     for memory_id in (old, recent):
         bob_api.delete(f"{BASE}/memories/{memory_id}/")
     tomb = Memory.objects.get(pk=old)
+    assert tomb.forgotten_at is not None
     Memory.objects.filter(pk=old).update(forgotten_at=tomb.forgotten_at - timedelta(days=31))
     report = post(bob_api, "cleanup/", {"dry_run": False}).json()
     assert report["purged"] == 1
@@ -158,7 +159,8 @@ def test_members_and_keys_are_in_the_trail_with_the_key_that_changed_them(
     alice_api.delete(f"/api/v1/keys/{made['id']}/")
     key_rows = AuditEvent.objects.filter(target=f"key:{made['id']}")
     assert [r.action for r in key_rows] == ["key.revoke", "key.create"]
-    assert key_rows[0].workspace.slug == "acme" and key_rows[0].detail["name"] == "ci"
+    assert key_rows[0].workspace is not None and key_rows[0].workspace.slug == "acme"
+    assert key_rows[0].detail["name"] == "ci"
 
 
 def test_a_core_revision_records_who_made_it_even_in_the_shared_document(bob_api, bob, acme):

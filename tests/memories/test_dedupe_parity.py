@@ -32,7 +32,7 @@ TEXTS = [
 def decisions(results: list[services.RememberResult]) -> list[tuple[str, int]]:
     """Each text's outcome and the index of the first text that made its entry."""
     first: dict[int, int] = {}
-    out = []
+    out: list[tuple[str, int]] = []
     for n, result in enumerate(results):
         origin = first.setdefault(result.memory.pk, n)
         out.append((result.outcome, origin))
