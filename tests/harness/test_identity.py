@@ -70,6 +70,44 @@ def test_an_edited_agent_md_reaches_the_next_prompt_once(
     assert given.count("context:identity:0") == 2  # the first text, then the edit
 
 
+def test_an_edit_between_two_prompts_of_one_running_session_reaches_the_next_one_once(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    """One Claude Code process: no session start between the prompts, only their hooks."""
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    declare(h, "systemPrompt: [AGENT.md]\n")
+    h.install_hooks()
+
+    def edit() -> None:
+        (h.project / "AGENT.md").write_text(EDITED + "\n")
+
+    run = h.converse(
+        [
+            ("when do we deploy billing?", lambda: None),
+            ("and this week?", edit),
+            ("and the week after?", lambda: None),
+        ],
+        [Text("Tuesdays."), Text("Thursday."), Text("Tuesday.")],
+    )
+
+    assert [r["subtype"] for r in run.of("result")] == ["success"] * 3, run.stderr
+    assert len(run.of("system", "hook_response")) >= 4
+    starts = [e for e in run.hooks() if e.get("hook_event") == "SessionStart"]
+    assert len(starts) == 1  # one session start: the edit came through the prompt's hook
+    requests = h.model.main_requests()
+    assert len(requests) == 3
+    assert "Never deploy on a Friday." not in requests[0].text()
+    assert requests[1].text().count("Never deploy on a Friday.") == 1
+    assert requests[2].text().count("Never deploy on a Friday.") == 1
+    session = AgentSession.objects.get(external_id=run.of("result")[0]["session_id"])
+    updates = [
+        e.payload["event"]
+        for e in SessionEvent.objects.filter(session=session, kind="injection").order_by("pk")
+        if "context:identity:0" in [b["name"] for b in e.payload["blocks"]]
+    ]
+    assert updates == ["session-start", "user-prompt"]
+
+
 def shown_to_the_person(h: Harness) -> list[str]:
     """The messages Claude Code showed the person from hooks, as its transcripts keep them
     (`hook_system_message` attachments: shown, not sent to the model)."""
