@@ -466,8 +466,9 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     )
     if http is not None:
         say(
-            f"memflow: UserPromptSubmit, Stop and PreCompact post to {http.url} "
+            f"memflow: {', '.join(http.posted())} post to {http.url} "
             "(http hooks, the key from $MEMFLOW_API_KEY); the others run `memflow hook`."
+            + (f" {http.why_commands}." if http.why_commands else "")
         )
     elif not (args.shared or args.command_hooks):
         say(f"memflow: every hook runs `memflow hook`: {why}.")

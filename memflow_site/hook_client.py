@@ -111,43 +111,18 @@ def build_payload(event: str, raw: dict[str, Any], config: dict[str, Any]) -> di
     env = {k: v for k, v in os.environ.items() if k.startswith("DSH_CONTEXT_")}
     if env:
         payload.setdefault("env", env)
-    if event == "session-start" and "context" not in payload:
-        assembly = local_assembly(cwd, env, payload)
-        if assembly is not None:
-            payload["context"] = assembly
+    if event in ("session-start", "user-prompt"):
+        from memflow_site import hook_session
+
+        hook_session.attach_identity(event, payload, env)
     return payload
-
-
-def local_assembly(cwd: str, env: dict[str, str], payload: dict[str, Any]) -> dict[str, Any] | None:
-    """The directory's declaration resolved on this machine, or None when none applies."""
-    if not env and not _declared_above(cwd):
-        return None  # the resolver's imports cost a session start ~50 ms for nothing
-    try:
-        import socket
-
-        from contexts.declarations import DiskSource, assemble
-
-        depth = payload.get("delegation_depth")
-        assembly = assemble(
-            source=DiskSource(),
-            directory=str(Path(cwd).resolve()),
-            env=env,
-            hostname=socket.gethostname(),
-            delegation_depth=depth if isinstance(depth, int) else 0,
-        )
-    except Exception:
-        return None
-    if not assembly.sections and assembly.preload is None:
-        return None  # nothing declared here: the server may hold the declaration
-    result: dict[str, Any] = assembly.to_json()
-    return result
 
 
 # Where a directory declares its context (contexts.declarations.config's default).
 DECLARATION_FILE = Path(".dsh") / "context.yaml"
 
 
-def _declared_above(cwd: str) -> bool:
+def declared_above(cwd: str) -> bool:
     """Whether `cwd` or a directory above it holds a declaration file."""
     with contextlib.suppress(OSError, RuntimeError):
         path = Path(cwd).resolve()
@@ -501,12 +476,20 @@ def call_server(
 
 
 def harness_output(event: str, answer: dict[str, Any], fired_as: str = "") -> str:
-    """The JSON the harness accepts; `hookEventName` names the event that fired."""
+    """The JSON the harness accepts; `hookEventName` names the event that fired.
+
+    `systemMessage` is shown to the user, not the model (e.g. a declaration
+    that does not parse); Claude Code takes it on every event.
+    """
+    output: dict[str, Any] = {}
+    said = answer.get("systemMessage")
+    if isinstance(said, str) and said:
+        output["systemMessage"] = said
     text = answer.get("additionalContext") or ""
-    if not text or event not in CONTEXT_EVENTS:
-        return ""
-    name = fired_as if BY_CLAUDE_NAME.get(fired_as) == event else EVENTS[event]
-    return json.dumps({"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}})
+    if text and event in CONTEXT_EVENTS:
+        name = fired_as if BY_CLAUDE_NAME.get(fired_as) == event else EVENTS[event]
+        output["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": text}
+    return json.dumps(output) if output else ""
 
 
 def run(event_name: str, stdin: str, *, started: float | None = None) -> str:
@@ -535,13 +518,29 @@ def run(event_name: str, stdin: str, *, started: float | None = None) -> str:
     if event == "session-start":
         hook_session.attach_session_start(payload, config)
     hook_session.attach_compaction(payload)
-    body = encode_body(payload, cap)
+    if event == "session-end":
+        hook_session.identity_forget(payload)
+    answer = _exchange_hook(event, encode_body(payload, cap), config, started + budget)
+    if answer is None:
+        if "context" in payload:
+            hook_session.identity_forget(payload)  # the server may not have it: send it again
+        return ""
+    fired_as = raw.get("hook_event_name")
+    return harness_output(event, answer, fired_as if isinstance(fired_as, str) else "")
+
+
+def _exchange_hook(
+    event: str, body: bytes, config: dict[str, Any], deadline: float
+) -> dict[str, Any] | None:
+    """The server's answer, or None after saying (when worth it) why there is none."""
+    url = str(config["url"])
+    budget = hook_budget(config)
     try:
-        answer = call_server(
+        return call_server(
             event,
             body,
             config,
-            deadline=started + budget,
+            deadline=deadline,
             connect_timeout=_seconds(
                 os.environ.get("MEMFLOW_HOOK_CONNECT_TIMEOUT"), DEFAULT_CONNECT_TIMEOUT
             ),
@@ -554,14 +553,11 @@ def run(event_name: str, stdin: str, *, started: float | None = None) -> str:
             f"{url} did not answer within {budget:g} s (MEMFLOW_HOOK_TIMEOUT); hooks skip it "
             f"until {time.strftime('%H:%M:%S', time.localtime(until))}. `memflow status` says more."
         )
-        return ""
     except ServerError as exc:
         warn(f"{url} answered {exc.status}: {exc.detail} (`memflow status` says more)")
-        return ""
     except (OSError, ValueError):
-        return ""  # no server there (refused at once) or a broken answer: nothing to say
-    fired_as = raw.get("hook_event_name")
-    return harness_output(event, answer, fired_as if isinstance(fired_as, str) else "")
+        pass  # no server there (refused at once) or a broken answer: nothing to say
+    return None
 
 
 def _exit_now(signum: int, frame: Any) -> None:

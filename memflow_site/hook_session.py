@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memflow_site.hook_client import project_root, state_path
+from memflow_site.hook_client import declared_above, project_root, state_path
 
 
 def claude_json_path() -> Path:
@@ -196,3 +196,180 @@ def attach_compaction(payload: dict[str, Any]) -> None:
             os.replace(claimed, marker)  # not written yet: a later hook looks again
             return
         claimed.unlink()
+
+
+# --- the declared identity, re-read before each prompt -----------------------------------------
+#
+# Why the UserPromptSubmit command hook, not another hook: an edit the user
+# makes between two prompts is seen by no hook before the next prompt's own,
+# and only a process on the agent's machine can read the files (the server
+# never reads the agent's disk). install-hooks therefore keeps UserPromptSubmit
+# a command in a project that declares context. What it costs there is kept
+# small: the session start remembers every path the resolver looked at (its
+# stat, and the hash of each file it read); a prompt re-stats those paths and
+# re-hashes those files, and only when one differs imports the resolver, sends
+# the new assembly and remembers again. The server then injects a section
+# whose name and hash the session was not given, once (pipeline.only_new).
+
+# A file read by the resolver is hashed as well as stat'ed: a coarse mtime
+# (ext4's is the kernel tick) cannot tell two quick same-size edits apart.
+HASHED_BYTES = 1 << 20
+
+
+def identity_state_path(session_id: str) -> Path:
+    name = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+    return state_path().with_name("identity") / f"{name}.json"
+
+
+def _fingerprint(path: str, read: bool) -> list[Any] | None:
+    """What a path looks like now: its type, size, mtime and inode (and hash if read)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    token: list[Any] = [stat.S_IFMT(info.st_mode), info.st_size, info.st_mtime_ns, info.st_ino]
+    if read and stat.S_ISREG(info.st_mode) and info.st_size <= HASHED_BYTES:
+        with contextlib.suppress(OSError), open(path, "rb") as handle:
+            token.append(hashlib.sha256(handle.read(HASHED_BYTES + 1)).hexdigest())
+    return token
+
+
+def _env_signature(env: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(env, sort_keys=True).encode()).hexdigest()
+
+
+def identity_unchanged(state: Any, env: dict[str, str]) -> bool:
+    """Whether every path the last resolution looked at is as it was (same run variables)."""
+    files = state.get("files") if isinstance(state, dict) else None
+    if not isinstance(files, dict) or state.get("env") != _env_signature(env):
+        return False
+    try:
+        return all(_fingerprint(path, bool(read)) == token for path, (read, token) in files.items())
+    except (TypeError, ValueError):  # a state file in another shape: resolve again
+        return False
+
+
+def resolve_identity(
+    directory: str, env: dict[str, str], depth: int
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """(the directory's assembly as JSON, or None when it declares nothing; the state to keep).
+
+    The assembly is sent when it has sections, a preload or warnings (a
+    declaration that does not parse is said to the user, once per session).
+    """
+    import socket
+
+    from contexts.declarations import DiskSource, assemble
+
+    touched: dict[str, bool] = {}  # path → whether its text was read
+
+    class Touching(DiskSource):
+        def read_text(self, path: str) -> str:
+            touched[path] = True
+            return super().read_text(path)
+
+        def is_file(self, path: str) -> bool:
+            touched.setdefault(path, False)
+            return super().is_file(path)
+
+        def exists(self, path: str) -> bool:
+            touched.setdefault(path, False)
+            return super().exists(path)
+
+        def list_files(self, directory: str) -> list[str]:
+            touched.setdefault(directory, False)
+            return super().list_files(directory)
+
+    assembly = assemble(
+        source=Touching(),
+        directory=directory,
+        env=env,
+        hostname=socket.gethostname(),
+        delegation_depth=depth,
+    )
+    state = {
+        "directory": directory,
+        "env": _env_signature(env),
+        "files": {p: [read, _fingerprint(p, read)] for p, read in touched.items()},
+        "at": time.time(),
+    }
+    if not assembly.sections and assembly.preload is None and not assembly.warnings:
+        return None, state  # nothing declared here: the server may hold the declaration
+    result: dict[str, Any] = assembly.to_json()
+    return result, state
+
+
+def _read_state(session_id: str) -> dict[str, Any] | None:
+    with contextlib.suppress(OSError, ValueError):
+        state = json.loads(identity_state_path(session_id).read_text())
+        if isinstance(state, dict) and isinstance(state.get("directory"), str):
+            return state
+    return None
+
+
+def _write_state(session_id: str, state: dict[str, Any]) -> None:
+    path = identity_state_path(session_id)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(state))
+        tmp.replace(path)
+
+
+# A session whose state has not been touched for this long is over.
+STATE_DAYS = 14
+
+
+def _prune_states() -> None:
+    cutoff = time.time() - STATE_DAYS * 86400
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(identity_state_path("x").parent):
+            with contextlib.suppress(OSError):
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+
+
+def identity_forget(payload: dict[str, Any]) -> None:
+    """Drop what the session was last sent: the next prompt resolves again.
+
+    After a call that failed (the server may not have what was sent) and at
+    the session's end.
+    """
+    session_id = payload.get("session_id")
+    if isinstance(session_id, str) and session_id:
+        with contextlib.suppress(OSError):
+            identity_state_path(session_id).unlink()
+
+
+def attach_identity(event: str, payload: dict[str, Any], env: dict[str, str]) -> None:
+    """Send the directory's declared context when the server should see it.
+
+    At a session start, always (when something is declared); before a prompt,
+    only when a file it came from changed since it was last sent — then
+    without the preload, which a session is given once, at its start.
+    """
+    if "context" in payload:
+        return
+    session_id = payload.get("session_id")
+    session_id = session_id if isinstance(session_id, str) and session_id else ""
+    cwd = str(Path(str(payload.get("cwd"))).resolve())
+    state = _read_state(session_id) if session_id and event == "user-prompt" else None
+    if state is not None and identity_unchanged(state, env):
+        return
+    directory = state["directory"] if state is not None else cwd
+    if state is None and not env and not declared_above(directory):
+        return  # the resolver's imports cost ~50 ms for nothing
+    depth = payload.get("delegation_depth")
+    try:
+        assembly, fresh = resolve_identity(directory, env, depth if isinstance(depth, int) else 0)
+    except Exception:
+        return
+    if session_id:
+        if event == "session-start":
+            _prune_states()
+        _write_state(session_id, fresh)
+    if assembly is None:
+        return
+    if event != "session-start":
+        assembly["preload"] = None
+    payload["context"] = assembly

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memflow_site.hook_client import CLAUDE_HOOKS, hook_budget, project_root
+from memflow_site.hook_client import CLAUDE_HOOKS, declared_above, hook_budget, project_root
 
 # Which Claude Code events memflow listens to, with the matcher each needs.
 MATCHERS: dict[str, str | None] = {
@@ -85,6 +85,16 @@ class HttpTarget:
     url: str
     budget: float
     query: dict[str, str] = field(default_factory=dict)
+    # Events that stay commands here beyond COMMAND_EVENTS, and why.
+    commands: frozenset[str] = frozenset()
+    why_commands: str = ""
+
+    def posts(self, event: str) -> bool:
+        return event not in COMMAND_EVENTS and event not in self.commands
+
+    def posted(self) -> list[str]:
+        """Claude Code's names of the events posted over http."""
+        return [name for event, name in CLAUDE_HOOKS.items() if self.posts(event)]
 
     def hook(self, event: str) -> dict[str, Any]:
         timeout = (
@@ -118,7 +128,22 @@ def http_target(
         return None, "no workspace is set (MEMFLOW_WORKSPACE) for hooks that serve every project"
     if config.get("app"):
         query["app"] = str(config["app"])
-    return HttpTarget(url=str(config["url"]), budget=hook_budget(config), query=query), ""
+    commands: frozenset[str] = frozenset()
+    why_commands = ""
+    if project_dir is not None and declared_above(str(project_dir)):
+        commands = frozenset({"user-prompt"})
+        why_commands = (
+            "UserPromptSubmit runs `memflow hook` here: this project declares context "
+            "(.dsh/context.yaml), and that hook sends a declared file's new text when it changed"
+        )
+    target = HttpTarget(
+        url=str(config["url"]),
+        budget=hook_budget(config),
+        query=query,
+        commands=commands,
+        why_commands=why_commands,
+    )
+    return target, ""
 
 
 def memflow_command() -> str:
@@ -152,7 +177,7 @@ def hooks_block(command: str, http: HttpTarget | None = None) -> dict[str, list[
     for event, claude_name in CLAUDE_HOOKS.items():
         hook: dict[str, Any] = (
             http.hook(event)
-            if http is not None and event not in COMMAND_EVENTS
+            if http is not None and http.posts(event)
             else {
                 "type": "command",
                 "command": f"{command} hook {event}",

@@ -220,6 +220,8 @@ def session_event_view(
         view["text"] = _first_text(
             payload, "last_assistant_message", "assistant_message", "message", "text"
         )
+    elif event.kind == "context.error":
+        view["text"] = _first_text(payload, "error")
     elif event.kind == "context.assembly":
         view["sections"] = payload.get("sections") or []
         view["warnings"] = payload.get("warnings") or []

@@ -3,8 +3,9 @@
 Claude Code posts its own hook JSON (the event is its `hook_event_name`) and
 reads the response as it reads a command hook's stdout. memflow answers
 `{"hookSpecificOutput": {…, "additionalContext": …}}` on the events where
-Claude Code takes context, `{}` everywhere else: any other key would fail
-Claude Code's validation of hook output.
+Claude Code takes context, with `systemMessage` when the person must be told
+something, `{}` otherwise: any other key would fail Claude Code's validation
+of hook output.
 
 The workspace (or the project root it is mapped to) and the app come from
 the query string (`install-hooks` writes them into the URL, as it does for
@@ -60,13 +61,17 @@ def claude_event(payload: Any) -> str:
 
 
 def claude_answer(outcome: HookOutcome) -> dict[str, Any]:
-    """What Claude Code accepts as a hook's output: the context, or nothing."""
+    """What Claude Code accepts as a hook's output: the context, a message for the person
+    (`systemMessage`, which Claude Code takes on every event), or nothing."""
     ctx = outcome.context
+    answer: dict[str, Any] = {}
+    if ctx.messages:
+        answer["systemMessage"] = "\n".join(ctx.messages)
     text = outcome.text
-    if not text or ctx.event not in CONTEXT_EVENTS:
-        return {}
-    name = CLAUDE_FAILURE_NAME if ctx.tool_failed else CLAUDE_EVENT_NAMES[ctx.event]
-    return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
+    if text and ctx.event in CONTEXT_EVENTS:
+        name = CLAUDE_FAILURE_NAME if ctx.tool_failed else CLAUDE_EVENT_NAMES[ctx.event]
+        answer["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": text}
+    return answer
 
 
 class ClaudeHookApi(APIView):

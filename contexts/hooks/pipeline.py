@@ -112,6 +112,8 @@ class HookOutcome:
             "muted": ctx.muted,
             "notes": ctx.notes,
         }
+        if ctx.messages:
+            body["systemMessage"] = "\n".join(ctx.messages)
         if ctx.tool_result is not None:
             # For harnesses that can replace a tool result (dsh's
             # `tools/post-execute`): the projection to show instead.

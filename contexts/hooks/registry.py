@@ -275,6 +275,9 @@ class HookContext:
     # in this answer: at session start, or when the harness asks for them.
     constant: bool = False
     notes: list[str] = field(default_factory=list)
+    # Said to the person, not the model (Claude Code's `systemMessage`): what
+    # they must fix, e.g. a declaration that does not parse.
+    messages: list[str] = field(default_factory=list)
     # post-tool-use: the projected tool result, for harnesses that can show
     # it instead of the original ({"sha256", "text", "kind", …}).
     tool_result: dict[str, Any] | None = None

@@ -248,6 +248,59 @@ class Harness:
         stderr = process.stderr.read() if process.stderr else ""
         return Run(returncode=process.returncode, events=events, stderr=stderr)
 
+    def converse(
+        self, prompts: Sequence[tuple[str, Callable[[], None]]], script: list[Turn]
+    ) -> Run:
+        """One `claude -p` process, one session, several prompts fed on stdin (stream-json).
+
+        Each prompt is sent once the one before it has its result, after its
+        callable ran (to change a file between two prompts of one session).
+        """
+        self.model.script = list(script)
+        process = subprocess.Popen(
+            [
+                str(self.claude),
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--include-hook-events",
+                "--allowedTools",
+                "Bash",
+            ],
+            cwd=self.project,
+            env=self.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        events: list[tuple[float, dict[str, Any]]] = []
+        deadline = time.monotonic() + RUN_GUARD_SECONDS
+        try:
+            assert process.stdin is not None and process.stdout is not None
+            for prompt, before in prompts:
+                before()
+                message = {"type": "user", "message": {"role": "user", "content": prompt}}
+                process.stdin.write(json.dumps(message) + "\n")
+                process.stdin.flush()
+                for line in process.stdout:
+                    if line.strip():
+                        events.append((time.monotonic(), json.loads(line)))
+                        if events[-1][1].get("type") == "result":
+                            break
+                    assert time.monotonic() < deadline, "claude -p hung"
+            process.stdin.close()
+            process.wait(timeout=RUN_GUARD_SECONDS)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        stderr = process.stderr.read() if process.stderr else ""
+        return Run(returncode=process.returncode, events=events, stderr=stderr)
+
 
 HarnessMaker = Callable[..., Harness]
 
