@@ -115,7 +115,7 @@ test('core memory is frozen for a session; the next session sees the edit', need
   assert.match(fresh.system, /Reviews only in the mornings/)
 })
 
-test('the recall block and the lessons reach the model for the prompt', needsServer, async () => {
+test('the facts and lessons a prompt needs reach the model, each once', needsServer, async () => {
   await call('POST', 'memories/', { text: 'The staging database for Heron runs on db-staging-7.internal, port 6543.' })
   await call('POST', 'memories/', {
     text: 'pytest in the Heron repo: always pass -p no:cacheprovider, the checkout is read-only.',
@@ -125,8 +125,11 @@ test('the recall block and the lessons reach the model for the prompt', needsSer
   const agent = harness.agent(project({ 'notes.txt': 'x\n' }))
   harness.startSession(agent)
   const step = await harness.step(agent, ['Which host runs the Heron staging database, and how do I run pytest in Heron?'])
-  assert.match(step.context, /<memflow-recall[\s\S]*db-staging-7\.internal, port 6543[\s\S]*<\/memflow-recall>/)
-  assert.match(step.context, /<memflow-lessons[\s\S]*-p no:cacheprovider[\s\S]*<\/memflow-lessons>/)
+  // The fact is given once: in the session's restore pack of recent activity, or
+  // recalled for the prompt (memflow never gives one memory twice).
+  const mentions = step.context.match(/db-staging-7\.internal, port 6543/g) || []
+  assert.equal(mentions.length, 1, step.context)
+  assert.equal((step.context.match(/-p no:cacheprovider/g) || []).length, 1, step.context)
   assert.doesNotMatch(step.system, /db-staging-7/, 'per-turn blocks are context, not the system prompt')
 })
 
@@ -175,7 +178,7 @@ test('turn end reaches memflow; after a compaction the handoff notes stand in fo
   harness.event(agent, 'compaction/start', { compactionId: 'c-1' })
   report('pre-compact', agent.id)
   // memflow's worker folds the history into a note; wait for it (a deadline, not a pause).
-  await until(async () => (await (await call('GET', `sessions/${agent.id}/summaries/`)).json()).length > 0)
+  await until(async () => (await (await call('GET', `sessions/${agent.id}/summaries/`)).json()).count > 0)
   harness.event(agent, 'compaction/end', { compactionId: 'c-1' })
   const context = await until(() => {
     const { context } = harness.assemble(agent)
