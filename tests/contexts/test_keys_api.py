@@ -14,7 +14,7 @@ def test_a_created_key_is_shown_once_and_stored_hashed(alice, make_key, api):
     assert stored.key_hash == hash_key(raw)
     assert raw not in {stored.key_hash, stored.prefix}
     assert raw.startswith(stored.prefix)
-    listed = api(raw).get("/api/v1/keys/").json()
+    listed = api(raw).get("/api/v1/keys/").json()["results"]
     assert all("key" not in item for item in listed)
     assert {"laptop"} <= {item["name"] for item in listed}
 

@@ -165,7 +165,7 @@ def test_members_and_keys_are_in_the_trail_with_the_key_that_changed_them(
 
 def test_a_core_revision_records_who_made_it_even_in_the_shared_document(bob_api, bob, acme):
     post(bob_api, "core/memory/", {"action": "add", "content": "Deploys need a green CI"})
-    revisions = bob_api.get(f"{BASE}/core/memory/revisions/").json()
+    revisions = bob_api.get(f"{BASE}/core/memory/revisions/").json()["results"]
     assert revisions[0]["user"] == "bob"
     event = AuditEvent.objects.get(action="core.add")
     assert (event.user, event.origin, event.target) == (bob, "rest", "core:memory")

@@ -50,7 +50,8 @@ def test_the_detail_page_shows_the_chain_and_acts(acme, bob, client):
     new.refresh_from_db()
     assert new.text.endswith("2026") and new.compartment == "infra"
     client.post(f"/w/acme/memories/{new.pk}/forget/")
-    assert not Memory.objects.filter(pk=new.pk).exists()
+    new.refresh_from_db()
+    assert new.forgotten_at is not None and new.forgotten_by == bob  # a tombstone, restorable
 
 
 def test_a_viewer_sees_but_cannot_change(acme, victor, client):
