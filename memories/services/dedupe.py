@@ -36,6 +36,9 @@ DEDUPE_NEIGHBOURS = 5
 _EDGE_PUNCTUATION = re.compile(r"^[^\w]+|[^\w]+$")
 
 
+_CJK = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
 def containment_form(text: str) -> str:
     """The words of `text` for containment: case and width folded, edge punctuation dropped.
 
@@ -45,6 +48,8 @@ def containment_form(text: str) -> str:
     about another thing.
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
+    # CJK is written without spaces: each character is a word of its own here.
+    folded = _CJK.sub(r" \g<0> ", folded)
     words = (_EDGE_PUNCTUATION.sub("", w) for w in folded.split())
     return " ".join(w for w in words if w)
 
