@@ -324,7 +324,15 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 0
     workspace, user, scope = _core_owner(args)
     text = Path(args.file).read_text(encoding="utf-8")
-    edit = core.core_import_text(scope=scope, workspace=workspace, user=user, text=text)
+    from contexts.audit import Actor, Origin
+
+    edit = core.core_import_text(
+        scope=scope,
+        workspace=workspace,
+        user=user,
+        text=text,
+        actor=Actor(origin=Origin.CLI, user=user),
+    )
     say(
         f"Imported {args.file} into {core.LABELS[scope]} of {workspace.slug}: {edit.view.chars:,}/{edit.view.limit:,} chars."
     )
