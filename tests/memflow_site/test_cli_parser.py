@@ -14,4 +14,3 @@ def test_the_bench_options_parse_for_each_bench() -> None:
     assert (quality.corpus, quality.size, quality.path) == ("data/set", [1500, 6000], "both")
     capture = parser.parse_args(["bench", "capture", "--size", "2000", "--queries", "100"])
     assert (capture.size, capture.queries, capture.corpus) == ([2000], 100, None)
-
