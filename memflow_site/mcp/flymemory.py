@@ -518,10 +518,12 @@ async def flymemory_find_conflicts(
 
     def body(call: Call) -> Answer:
         params: dict[str, Any] = validated(
-            ConflictsApi.Params, {"threshold": min_sim, "limit": limit}
+            ConflictsApi.Params, {"threshold": min_sim}
         ).validated_data
+        if not 1 <= limit <= 200:
+            raise Invalid("limit is between 1 and 200.", code="invalid")
         conflicts = selectors.memory_conflicts(
-            workspace=call.workspace, threshold=params["threshold"], limit=params["limit"]
+            workspace=call.workspace, threshold=params["threshold"], limit=limit
         )
         now = timezone.now()
         if conflicts:
