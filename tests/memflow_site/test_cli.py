@@ -43,7 +43,7 @@ def test_first_run_creates_an_admin_and_a_working_key_then_stops_cleanly(tmp_pat
         assert raw_key in served.log()  # printed once to the terminal too
         workspaces = httpx.get(
             f"{served.url}/api/v1/workspaces/", headers={"Authorization": f"Bearer {raw_key}"}
-        ).json()
+        ).json()["results"]
         assert [w["slug"] for w in workspaces] == ["default"]
         login_page = httpx.get(f"{served.url}/login/")
         assert login_page.status_code == 200
