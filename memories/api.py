@@ -591,45 +591,6 @@ class StateHistoryApi(MemoryApiView):
         )
 
 
-class ConflictsApi(MemoryApiView):
-    class Params(serializers.Serializer):
-        threshold = serializers.FloatField(
-            min_value=0.5, max_value=1.0, allow_null=True, default=None
-        )
-
-    class OutputSerializer(serializers.Serializer):
-        a = MemoryOutput()
-        b = MemoryOutput()
-        cosine = serializers.FloatField()
-
-    @extend_schema(
-        operation_id="memory_conflicts",
-        parameters=[Params, *PAGE_PARAMETERS],
-        responses=page_schema("ConflictPage", OutputSerializer),
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        params = self.Params(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        values: dict[str, Any] = params.validated_data
-        # The scan is bounded (the newest entries), so all its conflicts are found and paged.
-        conflicts = selectors.memory_conflicts(
-            workspace=self.workspace, threshold=values["threshold"], limit=1000
-        )
-        now = timezone.now()
-        return page_response(
-            request,
-            conflicts,
-            render=lambda rows: [
-                {
-                    "a": memory_json(c.a, now=now),
-                    "b": memory_json(c.b, now=now),
-                    "cosine": round(c.cosine, 4),
-                }
-                for c in rows
-            ],
-        )
-
-
 class InsightsApi(MemoryApiView):
     @extend_schema(operation_id="memory_insights", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memories import api, core_api, session_api, tombstone_api
+from memories import api, core_api, session_api, tombstone_api, triage_api
 
 urlpatterns = [
     path("memories/", api.MemoryListCreateApi.as_view(), name="api-memory-list"),
@@ -29,7 +29,12 @@ urlpatterns = [
     path("states/", api.StateListApi.as_view(), name="api-state-list"),
     path("states/<str:key>/", api.StateDetailApi.as_view(), name="api-state-detail"),
     path("states/<str:key>/history/", api.StateHistoryApi.as_view(), name="api-state-history"),
-    path("conflicts/", api.ConflictsApi.as_view(), name="api-conflicts"),
+    path("conflicts/", triage_api.ConflictsApi.as_view(), name="api-conflicts"),
+    path(
+        "conflicts/<str:cluster>/settle/",
+        triage_api.ConflictSettleApi.as_view(),
+        name="api-conflict-settle",
+    ),
     path("insights/", api.InsightsApi.as_view(), name="api-insights"),
     path("cleanup/", api.CleanupApi.as_view(), name="api-cleanup"),
     path("session-pack/", api.SessionPackApi.as_view(), name="api-session-pack"),

@@ -31,7 +31,6 @@ from memories import rendering, selectors, services
 from memories.api import (
     AutoApi,
     CleanupApi,
-    ConflictsApi,
     ConsolidateApi,
     MemoryDetailApi,
     MemoryListCreateApi,
@@ -42,6 +41,7 @@ from memories.api import (
     remember_json,
 )
 from memories.models import InjectionEvent, Memory
+from memories.triage_api import ConflictsApi
 
 _OUTCOME_LABELS = {"created": "NEW", "strengthened": "STRENGTHENED", "merged": "MERGED"}
 

@@ -65,6 +65,12 @@ def memory_conflicts(
             ORDER BY {order} LIMIT 3
         ) n
         WHERE n.cos >= %(t)s AND n.norm_hash <> r.norm_hash
+          -- settled pairs are left out before the limit, so they never crowd out open ones
+          AND NOT EXISTS (
+              SELECT 1 FROM memories_triagedecision d
+              WHERE d.workspace_id = %(ws)s AND d.kind = 'conflict'
+                AND d.memory_ids = ARRAY[LEAST(r.id, n.id), GREATEST(r.id, n.id)]::bigint[]
+          )
         ORDER BY n.cos DESC LIMIT %(limit)s
     """
     with heavy_read("conflicts"), connection.cursor() as cursor:

@@ -60,6 +60,7 @@ ARGUMENTS = {
     "flymemory_state_history": {"state_key"},
     "flymemory_consolidate": {"memory_ids", "conclusion", "compartment", "session_id"},
     "flymemory_find_conflicts": {"min_sim", "limit"},
+    "conflict_settle": {"memory_ids", "decision", "conclusion", "keep"},
     "flymemory_insights": {"decay_threshold", "limit"},
     "flymemory_forget": {"memory_id"},
     "flymemory_cleanup": {"min_retention", "protect_model_stored", "dry_run"},
