@@ -210,7 +210,7 @@ def test_a_settled_conflict_is_not_found_again(client, acme):
             "Release branches get cut each Monday in the morning.",
         )
     )
-    text, found = client.ok("flymemory_find_conflicts", min_sim=0.8)
+    text, _ = client.ok("flymemory_find_conflicts", min_sim=0.8)
     assert text.startswith("CONFLICT CANDIDATES: 1") and f"#{ids[0]} <-> #{ids[1]}" in text
     assert client.error("conflict_settle", memory_ids=ids, decision="merge")["code"] == "invalid"
     text, settled = client.ok("conflict_settle", memory_ids=ids, decision="dismiss")
