@@ -35,6 +35,12 @@ urlpatterns = [
         triage_api.ConflictSettleApi.as_view(),
         name="api-conflict-settle",
     ),
+    path("fading/", triage_api.FadingApi.as_view(), name="api-fading"),
+    path(
+        "fading/<int:memory_id>/settle/",
+        triage_api.FadingSettleApi.as_view(),
+        name="api-fading-settle",
+    ),
     path("insights/", api.InsightsApi.as_view(), name="api-insights"),
     path("cleanup/", api.CleanupApi.as_view(), name="api-cleanup"),
     path("session-pack/", api.SessionPackApi.as_view(), name="api-session-pack"),

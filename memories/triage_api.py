@@ -1,4 +1,4 @@
-"""The triage queue through REST: conflict clusters, and settling one.
+"""The triage queue through REST: conflict clusters and fading entries, and settling them.
 
 The dashboard's queue (triage_views.py) and these endpoints call the same
 selector and service, so a cluster settled here leaves the dashboard's
@@ -20,12 +20,13 @@ from contexts.api_base import PAGE_PARAMETERS, page_response, page_schema
 from contexts.errors import NotFound
 from memories import selectors, services
 from memories.api import MemoryApiView, MemoryOutput, memory_json, rest_actor
-from memories.services.triage import CONFLICT_DECISIONS
+from memories.services.triage import CONFLICT_DECISIONS, FADING_DECISIONS
 
 # The scan behind the list is bounded (see memory_conflicts), so every cluster it finds is
 # counted and paged; this many clusters at most.
 MAX_CLUSTERS = 100
 MAX_CLUSTER_IDS = 50
+MAX_ID = 2**63 - 1  # a bigint: past it no memory can be named
 _CLUSTER_ID = re.compile(r"[1-9][0-9]{0,18}(?:-[1-9][0-9]{0,18})+")
 
 
@@ -39,7 +40,7 @@ def cluster_ids(value: str) -> list[int]:
     if not _CLUSTER_ID.fullmatch(value):
         raise NotFound("No such conflict cluster.", code="cluster_not_found")
     ids = sorted({int(part) for part in value.split("-")})
-    if not 2 <= len(ids) <= MAX_CLUSTER_IDS:
+    if not 2 <= len(ids) <= MAX_CLUSTER_IDS or ids[-1] > MAX_ID:
         raise NotFound("No such conflict cluster.", code="cluster_not_found")
     return ids
 
@@ -140,3 +141,50 @@ class ConflictSettleApi(MemoryApiView):
                 "holds": memory_json(held) if held is not None else None,
             }
         )
+
+
+class FadingApi(MemoryApiView):
+    class Params(serializers.Serializer):
+        below = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.5)
+
+    @extend_schema(
+        operation_id="memory_fading",
+        parameters=[Params, *PAGE_PARAMETERS],
+        responses=page_schema("FadingPage", MemoryOutput),
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        params = self.Params(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        now = timezone.now()
+        fading = selectors.memory_fading(
+            workspace=self.workspace, below=params.validated_data["below"], limit=500, now=now
+        )
+        return page_response(
+            request,
+            fading,
+            render=lambda rows: [
+                memory_json(m, now=now, extra={"retention": round(r, 4)}) for m, r in rows
+            ],
+        )
+
+
+class FadingSettleInput(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=[str(d) for d in FADING_DECISIONS])
+
+
+class FadingSettleApi(MemoryApiView):
+    @extend_schema(
+        operation_id="memory_fading_settle", request=FadingSettleInput, responses=MemoryOutput
+    )
+    def post(self, request: Request, slug: str, memory_id: int) -> Response:
+        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        data = FadingSettleInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.memory_fading_resolve(
+            workspace=self.workspace,
+            memory=memory,
+            decision=data.validated_data["decision"],
+            actor=rest_actor(request),
+        )
+        memory.refresh_from_db()
+        return Response(memory_json(memory))

@@ -8,11 +8,12 @@ from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
 from contexts.audit import Actor, Origin
+from contexts.errors import NotFound
 from contexts.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 from memories import rendering, services
 from memories.api import memory_json
-from memories.triage_api import SettleInput, cluster_id
+from memories.triage_api import MAX_ID, SettleInput, cluster_id
 
 
 async def conflict_settle(
@@ -27,6 +28,8 @@ async def conflict_settle(
             SettleInput, {"decision": decision, "conclusion": conclusion, "keep": keep or None}
         ).validated_data
         ids = sorted(set(memory_ids))
+        if any(not 1 <= i <= MAX_ID for i in ids):
+            raise NotFound("No such memory in this workspace.", code="memory_not_found")
         held = services.memory_conflict_resolve(
             workspace=call.workspace,
             ids=ids,

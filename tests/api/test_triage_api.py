@@ -98,6 +98,7 @@ def test_refusals_carry_stable_codes(bob_api, acme, victor, make_key, api):
     assert refused(cluster, {"decision": "supersede", "keep": 999999}) == (400, "keep_required")
     assert refused("not-a-cluster", {"decision": "dismiss"}) == (404, "cluster_not_found")
     assert refused(str(ids[0]), {"decision": "dismiss"}) == (404, "cluster_not_found")
+    assert refused(f"{ids[0]}-{2**63}", {"decision": "dismiss"}) == (404, "cluster_not_found")
     # an entry of another workspace is not found, and nothing says it exists
     other = Workspace.objects.create(slug="other", name="Other")
     foreign = Memory.objects.create(workspace=other, text="elsewhere")
@@ -118,3 +119,27 @@ def test_the_schema_names_the_settle_endpoint(bob_api):
     assert {"decision", "conclusion", "keep"} <= set(body["properties"])
     assert body["required"] == ["decision"]
     assert "200" in post["responses"]
+
+
+def test_a_fading_memory_is_listed_and_settled_once(bob_api, acme, victor, make_key, api):
+    ids = [remember(bob_api, t) for t in ("Use uv for the lock file", UNRELATED)]
+    for memory in Memory.objects.filter(pk__in=ids):
+        Memory.objects.filter(pk=memory.pk).update(
+            last_accessed=memory.last_accessed.replace(year=memory.last_accessed.year - 2)
+        )
+    page = bob_api.get(f"{BASE}/fading/").json()
+    assert page["count"] == 2 and all(0 < m["retention"] < 0.5 for m in page["results"])
+    viewer = api(make_key(victor))
+    path = f"{BASE}/fading/{ids[0]}/settle/"
+    assert viewer.post(path, {"decision": "keep"}, format="json").status_code == 403
+    refused = bob_api.post(path, {"decision": "pin"}, format="json")
+    assert (refused.status_code, refused.json()["code"]) == (400, "invalid")
+    kept = bob_api.post(path, {"decision": "keep"}, format="json")
+    assert kept.status_code == 200 and kept.json()["pinned"] is True
+    forgotten = bob_api.post(
+        f"{BASE}/fading/{ids[1]}/settle/", {"decision": "forget"}, format="json"
+    )
+    assert forgotten.status_code == 200 and forgotten.json()["forgotten"] is not None
+    assert bob_api.get(f"{BASE}/fading/").json()["count"] == 0
+    actions = set(AuditEvent.objects.filter(origin="rest").values_list("action", flat=True))
+    assert {"triage.keep", "triage.forget"} <= actions
