@@ -30,6 +30,7 @@ from contexts.dashboard import (
 from contexts.errors import MemflowError
 from contexts.flowctx import selectors as flowctx_selectors
 from contexts.knobs import knob
+from contexts.models import Workspace
 from contexts.selectors import Access
 from memories import core, embeddings, rendering, selectors, services, session_log
 from memories import dashboard_selectors as memory_dash
@@ -162,7 +163,7 @@ DECAY_AHEAD_DAYS = 365
 DECAY_MARKS = 500  # the newest ledger marks pinned on the decay chart's time axis
 
 
-def _decay_chart(memory: Memory, workspace: Any, now: datetime) -> dict[str, Any]:
+def _decay_chart(memory: Memory, workspace: Workspace, now: datetime) -> dict[str, Any]:
     """Retention from the last access to a year ahead, by the ranking's own formula,
     with the memory's ledger marks on the time axis and the cleanup threshold."""
     tau = float(knob(workspace, "decay_tau_days"))
