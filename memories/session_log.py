@@ -159,6 +159,9 @@ def _block_view(
     text, withheld = core.injected_block_text(
         name=name, text=str(block.get("text", "")), viewer=viewer, session=session
     )
+    if not withheld and _holds_private(_block_ids(block), viewer):
+        # A block that gave its author a private entry reads as theirs alone.
+        text, withheld = "", True
     ranking = Ranking.from_json(block.get("why"))
     return {
         "name": name,
@@ -179,6 +182,16 @@ def _block_view(
             for i in _block_ids(block)
         ],
     }
+
+
+def _holds_private(ids: list[int], viewer: Any) -> bool:
+    if not ids:
+        return False
+    return (
+        Memory.objects.filter(pk__in=ids, private=True)
+        .exclude(user_id=getattr(viewer, "pk", None))
+        .exists()
+    )
 
 
 def session_event_view(

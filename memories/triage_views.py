@@ -28,8 +28,12 @@ def triage_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     context = {
         "workspace": workspace,
         "membership": membership,
-        "clusters": selectors.memory_conflict_clusters(workspace=workspace, limit=QUEUE_SIZE),
-        "fading": selectors.memory_fading(workspace=workspace, limit=QUEUE_SIZE, now=now),
+        "clusters": selectors.memory_conflict_clusters(
+            workspace=workspace, limit=QUEUE_SIZE, viewer_id=request.user.pk
+        ),
+        "fading": selectors.memory_fading(
+            workspace=workspace, limit=QUEUE_SIZE, now=now, viewer_id=request.user.pk
+        ),
     }
     return render(request, "memories/triage_list.html", context)
 
@@ -63,7 +67,11 @@ def triage_action(request: HtmxHttpRequest, slug: str, kind: str) -> HttpRespons
             fading = FadingResolveForm(request.POST)
             if not fading.is_valid():
                 raise services.Invalid("Choose keep, let fade or forget.", code="invalid")
-            memory = selectors.memory_get(workspace=workspace, memory_id=fading.cleaned_data["id"])
+            memory = selectors.memory_get(
+                workspace=workspace,
+                memory_id=fading.cleaned_data["id"],
+                viewer_id=request.user.pk,
+            )
             services.memory_fading_resolve(
                 workspace=workspace,
                 memory=memory,
