@@ -518,15 +518,16 @@ def activity_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         action=data.get("action") or None,
         origin=data.get("origin") or None,
     )
+    page = page_of(request, rows, ACTIVITY_PER_PAGE)
+    # Texts of entries private to someone else stay out of the trail shown here.
+    page.object_list = audit_withhold(page.object_list, workspace=workspace, viewer=request.user)
     context = {
         "workspace": workspace,
         "membership": membership,
         "form": form,
         "filtered": any(data.values()),
-        "page": page_of(request, rows, ACTIVITY_PER_PAGE),
+        "page": page,
     }
-    page = context["page"]
-    page.object_list = audit_withhold(page.object_list, workspace=workspace, viewer=request.user)
     if request.htmx:
         return render(request, "contexts/activity_list.html#activity-table", context)
     return render(request, "contexts/activity_list.html", context)

@@ -27,6 +27,7 @@ from memories.dashboard_selectors import (
     memory_access_history,
 )
 from memories.models import InjectionEvent, Memory
+from memories.selectors.entries import visible_to
 
 LEDGER_ROWS = 500  # ids listed with their marks; the rest are counted, not listed
 
@@ -189,7 +190,7 @@ def _holds_private(ids: list[int], viewer: Any) -> bool:
         return False
     return (
         Memory.objects.filter(pk__in=ids, private=True)
-        .exclude(user_id=getattr(viewer, "pk", None))
+        .exclude(visible_to(getattr(viewer, "pk", None)))
         .exists()
     )
 

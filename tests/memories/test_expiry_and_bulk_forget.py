@@ -119,7 +119,9 @@ def test_a_run_tombstones_each_with_its_own_audit_row_and_each_restores(bob_api,
     assert [m["id"] for m in listed["results"]] == [library["ops"]]
     # "Who removed #N" is in #N's own history, with the run it was part of.
     row = AuditEvent.objects.get(action="memory.forget", target=f"memory:{library['ci1']}")
-    assert row.user.username == "bob" and row.detail["bulk"] == body["bulk"]
+    assert (
+        row.user is not None and row.user.username == "bob" and row.detail["bulk"] == body["bulk"]
+    )
     assert row.detail["filter"] == {"compartment": "ci"} and row.detail["reason"] == "CI moved"
     restored = bob_api.post(f"{BASE}/memories/{library['ci1']}/restore/")
     assert restored.status_code == 200 and restored.json()["forgotten"] is None

@@ -92,7 +92,7 @@ def test_the_author_toggles_it_and_nobody_else_can(written, bob_api, alice_api):
     assert shared.status_code == 200 and shared.json()["private"] is False
     assert "Bluebird" in alice_api.get(f"{BASE}/memories/?contains=Bluebird").content.decode()
     row = AuditEvent.objects.get(action="memory.visibility", target=f"memory:{written['private']}")
-    assert row.user.username == "bob" and row.detail == {"private": False}
+    assert row.user is not None and row.user.username == "bob" and row.detail == {"private": False}
 
 
 def test_the_audit_trail_keeps_its_texts_from_other_readers(written, bob_api, alice_api):
@@ -175,3 +175,24 @@ def test_hook_injection_gives_private_memories_to_their_author_only(
 
     assert "Bluebird" in prompt(bob, "bob-1")
     assert "Bluebird" not in prompt(alice, "alice-1")
+
+
+def test_the_dashboard_shows_it_to_its_author_with_a_badge_and_to_nobody_else(
+    written, bob_api, alice, bob, client
+):
+    bob_api.patch(
+        f"{BASE}/memories/{written['private']}/", {"text": SECRET + " Soon."}, format="json"
+    )
+    client.force_login(bob)
+    listing = client.get("/w/acme/memories/?q=rocket codename").content.decode()
+    assert "Bluebird" in listing and 'class="tag private"' in listing
+    detail = client.get(f"/w/acme/memories/{written['private']}/").content.decode()
+    assert "Share with the workspace" in detail
+    client.force_login(alice)
+    for url in ("/w/acme/memories/", "/w/acme/memories/?q=rocket codename", "/w/acme/activity/"):
+        page = client.get(url)
+        assert page.status_code == 200 and "Bluebird" not in page.content.decode(), url
+    assert client.get(f"/w/acme/memories/{written['private']}/").status_code == 404
+    toggle = client.post(f"/w/acme/memories/{written['private']}/private/")
+    assert toggle.status_code == 404
+    assert Memory.objects.get(pk=written["private"]).private
