@@ -809,6 +809,14 @@ class LedgerApi(MemoryApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _visible_dedupe_events(workspace: Any, request: Request) -> Any:
+    """Folds into someone else's private entry keep its texts: they are not listed."""
+    hidden = Memory.objects.filter(workspace=workspace, private=True).exclude(
+        selectors.visible_to(request_user(request).pk)
+    )
+    return DedupeEvent.objects.filter(workspace=workspace).exclude(memory__in=hidden)
+
+
 class DedupeEventListApi(MemoryApiView):
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -827,7 +835,7 @@ class DedupeEventListApi(MemoryApiView):
         responses=page_schema("DedupeEventPage", OutputSerializer),
     )
     def get(self, request: Request, slug: str) -> Response:
-        events = DedupeEvent.objects.filter(workspace=self.workspace).order_by("-created_at", "-id")
+        events = _visible_dedupe_events(self.workspace, request).order_by("-created_at", "-id")
         return page_response(
             request,
             events,
@@ -851,7 +859,7 @@ class DedupeEventListApi(MemoryApiView):
 class DedupeUndoApi(MemoryApiView):
     @extend_schema(operation_id="dedupe_undo", request=None, responses={201: MemoryOutput})
     def post(self, request: Request, slug: str, event_id: int) -> Response:
-        event = DedupeEvent.objects.filter(workspace=self.workspace, pk=event_id).first()
+        event = _visible_dedupe_events(self.workspace, request).filter(pk=event_id).first()
         if event is None:
             raise services.NotFound(f"No dedupe event {event_id}.", code="event_not_found")
         restored = services.dedupe_undo(

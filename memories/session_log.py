@@ -323,7 +323,11 @@ def session_log(
     events = list(events)
     marks = ledger_marks(session=session)
     listed = sorted(marks)[:ledger_rows]
-    memories = memories_by_id(workspace=session.workspace, ids=injected_ids(events) | set(listed))
+    memories = memories_by_id(
+        workspace=session.workspace,
+        ids=injected_ids(events) | set(listed),
+        viewer_id=getattr(viewer, "pk", None),
+    )
     known = set(memories)  # every id shown in a block of these events was looked up
     return SessionLog(
         events=[

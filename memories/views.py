@@ -610,6 +610,7 @@ def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     texts = memory_dash.memories_by_id(
         workspace=workspace,
         ids=[h["memory_id"] for h in summary["hottest"]] + [n.memory_id for n in never],
+        viewer_id=request.user.pk,
     )
     context = {
         "workspace": workspace,
@@ -665,8 +666,12 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "sessions_in_window": sum(sessions.values()),
         "ledger": selectors.ledger_summary(workspace=workspace, top=5),
         "recent_sessions": dash_selectors.session_list_annotated(workspace=workspace)[:8],
-        "conflicts": selectors.memory_conflict_clusters(workspace=workspace, limit=10),
-        "fading": selectors.memory_fading(workspace=workspace, limit=10, now=now),
+        "conflicts": selectors.memory_conflict_clusters(
+            workspace=workspace, limit=10, viewer_id=request.user.pk
+        ),
+        "fading": selectors.memory_fading(
+            workspace=workspace, limit=10, now=now, viewer_id=request.user.pk
+        ),
     }
     return render(request, "contexts/workspace_overview.html", context)
 

@@ -175,6 +175,21 @@ def test_hook_injection_gives_private_memories_to_their_author_only(
 
     assert "Bluebird" in prompt(bob, "bob-1")
     assert "Bluebird" not in prompt(alice, "alice-1")
+    # bob's session log shows what it was given to bob, and withholds it from the others.
+    log = f"{BASE}/sessions/bob-1/?kind=injection"
+    assert "Bluebird" in api(make_key(bob)).get(log).content.decode()
+    theirs = api(make_key(alice)).get(log)
+    assert theirs.status_code == 200 and "Bluebird" not in theirs.content.decode()
+    assert any(b["withheld"] for e in theirs.json()["events"] for b in e.get("blocks", []))
+
+
+def test_folds_into_a_private_memory_are_not_listed_to_others(written, bob_api, alice_api):
+    longer = SECRET + " The name was picked by the launch team."
+    merged = bob_api.post(f"{BASE}/memories/", {"text": longer, "private": True}, format="json")
+    assert merged.json()["outcome"] == "merged"
+    assert "Bluebird" in bob_api.get(f"{BASE}/dedupe-events/").content.decode()
+    theirs = alice_api.get(f"{BASE}/dedupe-events/").json()
+    assert theirs["count"] == 0
 
 
 def test_the_dashboard_shows_it_to_its_author_with_a_badge_and_to_nobody_else(
