@@ -211,3 +211,21 @@ def test_the_dashboard_shows_it_to_its_author_with_a_badge_and_to_nobody_else(
     toggle = client.post(f"/w/acme/memories/{written['private']}/private/")
     assert toggle.status_code == 404
     assert Memory.objects.get(pk=written["private"]).private
+
+
+def test_conflicts_and_insights_pair_a_private_memory_for_its_author_only(
+    written, bob_api, alice_api
+):
+    near = "The launch codename for the Q3 rocket is Bluebird, and it is still unannounced."
+    bob_api.post(f"{BASE}/memories/", {"text": near}, format="json")
+
+    def paired(client: Any) -> set[int]:
+        page = client.get(f"{BASE}/conflicts/?threshold=0.7").json()
+        return {m["id"] for c in page["results"] for m in (c["a"], c["b"])}
+
+    assert written["private"] in paired(bob_api)
+    assert written["private"] not in paired(alice_api)
+    insights = alice_api.get(f"{BASE}/insights/").json()
+    assert all(
+        written["private"] not in (c["a"]["id"], c["b"]["id"]) for c in insights["conflicts"]
+    )
