@@ -173,8 +173,18 @@ def test_hook_injection_gives_private_memories_to_their_author_only(
         assert response.status_code == 200, response.content
         return response.json()["additionalContext"]
 
+    def start(user: Any, session: str) -> str:
+        client = api(make_key(user, workspace=acme))
+        body = {"session_id": session, "cwd": "/src/acme", "source": "startup"}
+        response = client.post("/api/v1/hooks/session-start", body, format="json")
+        assert response.status_code == 200, response.content
+        return response.json()["additionalContext"]
+
     assert "Bluebird" in prompt(bob, "bob-1")
     assert "Bluebird" not in prompt(alice, "alice-1")
+    # The restore pack a new session starts with, likewise.
+    assert "Bluebird" in start(bob, "bob-0") and "pad 39A" in start(alice, "alice-0")
+    assert "Bluebird" not in start(alice, "alice-0b")
     # bob's session log shows what it was given to bob, and withholds it from the others.
     log = f"{BASE}/sessions/bob-1/?kind=injection"
     assert "Bluebird" in api(make_key(bob)).get(log).content.decode()
