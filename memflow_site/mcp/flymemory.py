@@ -30,18 +30,15 @@ from memflow_site.porting.flymemory import split_tags
 from memories import rendering, selectors, services
 from memories.api import (
     AutoApi,
-    CleanupApi,
-    ConflictsApi,
-    ConsolidateApi,
     MemoryDetailApi,
     MemoryListCreateApi,
     MemorySupersedeApi,
     RecallInputSerializer,
-    SessionPackApi,
     memory_json,
     remember_json,
 )
 from memories.models import InjectionEvent, Memory
+from memories.upkeep_api import CleanupApi, ConflictsApi, ConsolidateApi, SessionPackApi
 
 _OUTCOME_LABELS = {"created": "NEW", "strengthened": "STRENGTHENED", "merged": "MERGED"}
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from memories import services
-from memories.models import Memory
 from memories.services import RememberInput
 from tests.browser.conftest import log_in, screenshot
 
