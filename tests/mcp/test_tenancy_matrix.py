@@ -137,6 +137,8 @@ def evil_values(world: dict[str, Any]) -> dict[str, Any]:
         "conclusion": "the vault is not ours",
         "state_key": "evil.plan",
         "state_value": "mine",
+        "private": False,
+        "ttl": "",
         "tags": "",
         "compartment": "",
         "session_id": world["session"],
