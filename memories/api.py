@@ -43,6 +43,7 @@ class MemoryOutput(serializers.Serializer):
     valid_to = serializers.DateTimeField(allow_null=True)
     superseded_by = serializers.IntegerField(allow_null=True)
     pinned = serializers.BooleanField()
+    private = serializers.BooleanField(help_text="Seen by its author only.")
     expires_at = serializers.DateTimeField(allow_null=True)
     age = serializers.CharField()
     retention = serializers.FloatField()
@@ -74,6 +75,7 @@ def memory_json(
         "valid_to": memory.valid_to,
         "superseded_by": memory.superseded_by_id,
         "pinned": memory.pinned,
+        "private": memory.private,
         "expires_at": memory.expires_at,
         "age": rendering.age_label(memory.created_at, now),
         "retention": round(
@@ -146,18 +148,33 @@ class RememberInputSerializer(serializers.Serializer):
     source = serializers.ChoiceField(choices=Memory.Source.choices, default=Memory.Source.MODEL)  # type: ignore[assignment]
     app = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     metadata = serializers.DictField(required=False, default=dict)
+    private = serializers.BooleanField(
+        required=False, default=False, help_text="Only you (the key's user) will see it."
+    )
+    expires_at = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="ISO 8601; gone after it."
+    )
+    ttl = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text='Seconds, or "90m", "12h", "7d".'
+    )
 
     def to_input(self) -> services.RememberInput:
-        data: dict[str, Any] = self.validated_data
-        return services.RememberInput(
-            text=data["text"],
-            compartment=data["compartment"],
-            state_key=data["state_key"],
-            state_value=data["state_value"],
-            source=data["source"],
-            app=data["app"],
-            metadata=data["metadata"],
-        )
+        return remember_input(self.validated_data)
+
+
+def remember_input(data: dict[str, Any]) -> services.RememberInput:
+    """An item as RememberInputSerializer validated it; expiry errors carry stable codes."""
+    return services.RememberInput(
+        text=data["text"],
+        compartment=data["compartment"],
+        state_key=data["state_key"],
+        state_value=data["state_value"],
+        source=data["source"],
+        app=data["app"],
+        metadata=data["metadata"],
+        private=data.get("private", False),
+        expires_at=services.parse_expiry(data.get("expires_at"), data.get("ttl")),
+    )
 
 
 class RememberOutput(serializers.Serializer):
@@ -229,7 +246,7 @@ class MemoryListCreateApi(MemoryApiView):
         params = self.ListParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         f: dict[str, Any] = params.validated_data
-        filters = params.filters()
+        filters = params.filters(viewer_id=request_user(request).pk)
         if f["status"] != "current":
             filters = dataclasses.replace(filters, include_superseded=True)
         qs = selectors.memory_list(
@@ -238,7 +255,9 @@ class MemoryListCreateApi(MemoryApiView):
         if f["status"] == "superseded":
             qs = qs.filter(valid_to__isnull=False)
         elif f["status"] == "forgotten":
-            qs = selectors.memory_forgotten_list(workspace=self.workspace)
+            qs = selectors.memory_forgotten_list(
+                workspace=self.workspace, viewer_id=request_user(request).pk
+            )
         now = timezone.now()
         return page_response(
             request,
@@ -281,7 +300,7 @@ class MemoryBulkApi(MemoryApiView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         raw_items: list[dict[str, Any]] = data.validated_data["items"]
-        items = [services.RememberInput(**item) for item in raw_items]
+        items = [remember_input(item) for item in raw_items]
         session = self.session_for(request, data.validated_data.get("session"))
         try:
             results = services.memory_remember_bulk(
@@ -320,10 +339,13 @@ class MemoryDetailApi(MemoryApiView):
         text = serializers.CharField(max_length=MAX_TEXT, required=False)
         compartment = serializers.CharField(max_length=64, required=False, allow_blank=True)
         pinned = serializers.BooleanField(required=False)
+        private = serializers.BooleanField(required=False, help_text="The author's only.")
 
     @extend_schema(operation_id="memory_get", parameters=[GetParams], responses=MemoryOutput)
     def get(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         params = self.GetParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         session = self.session_for(request, params.validated_data.get("session"))
@@ -337,7 +359,9 @@ class MemoryDetailApi(MemoryApiView):
 
     @extend_schema(operation_id="memory_update", request=PatchSerializer, responses=MemoryOutput)
     def patch(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         data = self.PatchSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values: dict[str, Any] = data.validated_data
@@ -351,6 +375,13 @@ class MemoryDetailApi(MemoryApiView):
             )
         if "pinned" in values:
             memory = services.memory_pin(memory=memory, pinned=values["pinned"])
+        if "private" in values:
+            memory = services.memory_set_private(
+                workspace=self.workspace,
+                memory=memory,
+                private=values["private"],
+                actor=rest_actor(request),
+            )
         return Response(memory_json(memory))
 
     @extend_schema(
@@ -361,7 +392,9 @@ class MemoryDetailApi(MemoryApiView):
         "(`restore/`) until the workspace's `forget_retention_days` pass; then it is purged.",
     )
     def delete(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         params = ForgetParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         services.memory_forget(
@@ -389,13 +422,17 @@ class MemorySupersedeApi(MemoryApiView):
         operation_id="memory_supersede", request=InputSerializer, responses=OutputSerializer
     )
     def post(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values: dict[str, Any] = data.validated_data
         by = None
         if values.get("by") is not None:
-            by = selectors.memory_get(workspace=self.workspace, memory_id=values["by"])
+            by = selectors.memory_get(
+                workspace=self.workspace, memory_id=values["by"], viewer_id=request_user(request).pk
+            )
         session = self.session_for(request, values.get("session"))
         successor = services.memory_supersede(
             workspace=self.workspace,
@@ -448,7 +485,7 @@ def run_recall(
         workspace=view.workspace,
         session=view.session_for(request, values.get("session")),
         values=values,
-        filters=filters,
+        filters=dataclasses.replace(filters, viewer_id=request_user(request).pk),
     )
     return answer
 

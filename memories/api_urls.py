@@ -2,11 +2,24 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memories import api, core_api, session_api, tombstone_api, triage_api, upkeep_api
+from memories import (
+    api,
+    core_api,
+    forget_api,
+    session_api,
+    tombstone_api,
+    triage_api,
+    upkeep_api,
+)
 
 urlpatterns = [
     path("memories/", api.MemoryListCreateApi.as_view(), name="api-memory-list"),
     path("memories/bulk/", api.MemoryBulkApi.as_view(), name="api-memory-bulk"),
+    path(
+        "memories/forget/",
+        forget_api.MemoryForgetMatchingApi.as_view(),
+        name="api-memory-forget-matching",
+    ),
     path("memories/<int:memory_id>/", api.MemoryDetailApi.as_view(), name="api-memory-detail"),
     path(
         "memories/<int:memory_id>/supersede/",

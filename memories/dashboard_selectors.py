@@ -21,20 +21,23 @@ from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
 from memories.decay import retention_sql
 from memories.models import InjectionEvent, Memory
-from memories.selectors import Hit, MemoryFilters, memory_list
+from memories.selectors import Hit, MemoryFilters, memory_list, visible_to
 
 _LEAN = ("embedding", "embedding_next", "lex")  # columns no dashboard page reads
 
 
-def memories_by_id(*, workspace: Workspace, ids: Iterable[int]) -> dict[int, Memory]:
-    """The workspace's memories among `ids` (forgotten ones are simply absent)."""
+def memories_by_id(
+    *, workspace: Workspace, ids: Iterable[int], viewer_id: int | None = None
+) -> dict[int, Memory]:
+    """The workspace's memories among `ids` `viewer_id` may see (forgotten ones are
+    simply absent)."""
     wanted = {int(i) for i in ids}
     if not wanted:
         return {}
     return {
         m.pk: m
         for m in Memory.objects.filter(
-            workspace=workspace, pk__in=wanted, forgotten_at__isnull=True
+            visible_to(viewer_id), workspace=workspace, pk__in=wanted, forgotten_at__isnull=True
         ).defer(*_LEAN)
     }
 

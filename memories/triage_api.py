@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contexts.api_base import PAGE_PARAMETERS, page_response, page_schema
+from contexts.auth import request_user
 from contexts.errors import NotFound
 from memories import selectors, services
 from memories.api import MemoryApiView, MemoryOutput, memory_json, rest_actor
@@ -85,7 +86,10 @@ class ConflictsApi(MemoryApiView):
         params.is_valid(raise_exception=True)
         values: dict[str, Any] = params.validated_data
         clusters = selectors.memory_conflict_clusters(
-            workspace=self.workspace, threshold=values["threshold"], limit=MAX_CLUSTERS
+            workspace=self.workspace,
+            threshold=values["threshold"],
+            limit=MAX_CLUSTERS,
+            viewer_id=request_user(request).pk,
         )
         now = timezone.now()
         return page_response(
@@ -157,7 +161,11 @@ class FadingApi(MemoryApiView):
         params.is_valid(raise_exception=True)
         now = timezone.now()
         fading = selectors.memory_fading(
-            workspace=self.workspace, below=params.validated_data["below"], limit=500, now=now
+            workspace=self.workspace,
+            below=params.validated_data["below"],
+            limit=500,
+            now=now,
+            viewer_id=request_user(request).pk,
         )
         return page_response(
             request,
@@ -177,7 +185,9 @@ class FadingSettleApi(MemoryApiView):
         operation_id="memory_fading_settle", request=FadingSettleInput, responses=MemoryOutput
     )
     def post(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         data = FadingSettleInput(data=request.data)
         data.is_valid(raise_exception=True)
         services.memory_fading_resolve(

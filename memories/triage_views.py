@@ -43,8 +43,12 @@ def _queue(
     context = {
         "workspace": workspace,
         "membership": membership,
-        "clusters": selectors.memory_conflict_clusters(workspace=workspace, limit=QUEUE_SIZE),
-        "fading": selectors.memory_fading(workspace=workspace, limit=QUEUE_SIZE, now=now),
+        "clusters": selectors.memory_conflict_clusters(
+            workspace=workspace, limit=QUEUE_SIZE, viewer_id=request.user.pk
+        ),
+        "fading": selectors.memory_fading(
+            workspace=workspace, limit=QUEUE_SIZE, now=now, viewer_id=request.user.pk
+        ),
         "typed": typed or {},
     }
     return render(request, "memories/triage_list.html", context, status=status)
@@ -79,7 +83,11 @@ def triage_action(request: HtmxHttpRequest, slug: str, kind: str) -> HttpRespons
             fading = FadingResolveForm(request.POST)
             if not fading.is_valid():
                 raise services.Invalid("Choose keep, let fade or forget.", code="invalid")
-            memory = selectors.memory_get(workspace=workspace, memory_id=fading.cleaned_data["id"])
+            memory = selectors.memory_get(
+                workspace=workspace,
+                memory_id=fading.cleaned_data["id"],
+                viewer_id=request.user.pk,
+            )
             services.memory_fading_resolve(
                 workspace=workspace,
                 memory=memory,

@@ -111,8 +111,11 @@ class InsightsApi(MemoryApiView):
     @extend_schema(operation_id="memory_insights", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
         now = timezone.now()
-        conflicts = selectors.memory_conflicts(workspace=self.workspace, limit=20)
-        fading = selectors.memory_fading(workspace=self.workspace, now=now, limit=20)
+        viewer = request_user(request).pk
+        conflicts = selectors.memory_conflicts(workspace=self.workspace, limit=20, viewer_id=viewer)
+        fading = selectors.memory_fading(
+            workspace=self.workspace, now=now, limit=20, viewer_id=viewer
+        )
         return Response(
             {
                 "conflicts": [
@@ -169,7 +172,12 @@ class SessionPackApi(MemoryApiView):
         params.is_valid(raise_exception=True)
         values: dict[str, Any] = params.validated_data
         now = timezone.now()
-        pack = selectors.session_pack(workspace=self.workspace, minutes=values["minutes"], now=now)
+        pack = selectors.session_pack(
+            workspace=self.workspace,
+            minutes=values["minutes"],
+            now=now,
+            viewer_id=request_user(request).pk,
+        )
 
         def entry(m: Memory) -> dict[str, Any]:
             return {
@@ -238,6 +246,14 @@ class LedgerApi(MemoryApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _visible_dedupe_events(workspace: Any, request: Request) -> Any:
+    """Folds into someone else's private entry keep its texts: they are not listed."""
+    hidden = Memory.objects.filter(workspace=workspace, private=True).exclude(
+        selectors.visible_to(request_user(request).pk)
+    )
+    return DedupeEvent.objects.filter(workspace=workspace).exclude(memory__in=hidden)
+
+
 class DedupeEventListApi(MemoryApiView):
     class OutputSerializer(serializers.Serializer):
         id = serializers.IntegerField()
@@ -256,7 +272,7 @@ class DedupeEventListApi(MemoryApiView):
         responses=page_schema("DedupeEventPage", OutputSerializer),
     )
     def get(self, request: Request, slug: str) -> Response:
-        events = DedupeEvent.objects.filter(workspace=self.workspace).order_by("-created_at", "-id")
+        events = _visible_dedupe_events(self.workspace, request).order_by("-created_at", "-id")
         return page_response(
             request,
             events,
@@ -280,7 +296,7 @@ class DedupeEventListApi(MemoryApiView):
 class DedupeUndoApi(MemoryApiView):
     @extend_schema(operation_id="dedupe_undo", request=None, responses={201: MemoryOutput})
     def post(self, request: Request, slug: str, event_id: int) -> Response:
-        event = DedupeEvent.objects.filter(workspace=self.workspace, pk=event_id).first()
+        event = _visible_dedupe_events(self.workspace, request).filter(pk=event_id).first()
         if event is None:
             raise services.NotFound(f"No dedupe event {event_id}.", code="event_not_found")
         restored = services.dedupe_undo(

@@ -52,7 +52,9 @@ from memories.models import CoreMemory, DedupeEvent, Memory
 PAGE_SIZE = 50
 
 
-def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilters:
+def _list_filters(
+    data: dict[str, Any], now: datetime, viewer_id: int | None
+) -> selectors.MemoryFilters:
     within, older = data.get("within"), data.get("older")
     return selectors.MemoryFilters(
         compartment=data.get("compartment") or None,
@@ -62,6 +64,7 @@ def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilter
         since=now - timedelta(days=int(within)) if within else None,
         until=now - timedelta(days=int(older)) if older else None,
         include_superseded=(data.get("status") or "current") != "current",
+        viewer_id=viewer_id,
     )
 
 
@@ -106,7 +109,7 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 f"Consolidated {evidence} into #{conclusion.pk}; they stay as its evidence.",
             )
             return redirect("memory-detail", slug=workspace.slug, memory_id=conclusion.pk)
-    filters = _list_filters(data, now)
+    filters = _list_filters(data, now, request.user.pk)
     query = (data.get("q") or "").strip()
     rows: list[tuple[Memory, float | None]]
     page = None
@@ -147,7 +150,9 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             m
             for i, m in sorted(
                 memory_dash.memories_by_id(
-                    workspace=workspace, ids=selected - {m.pk for m, _ in rows}
+                    workspace=workspace,
+                    ids=selected - {m.pk for m, _ in rows},
+                    viewer_id=request.user.pk,
                 ).items()
             )
         ],
@@ -236,10 +241,14 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
     if refused := not_allowed(request, "GET", "HEAD"):
         return refused
     try:
-        memory = selectors.memory_get(workspace=workspace, memory_id=memory_id, forgotten=True)
+        memory = selectors.memory_get(
+            workspace=workspace, memory_id=memory_id, forgotten=True, viewer_id=request.user.pk
+        )
     except MemflowError:
         purged = audit_list(workspace=workspace, target=f"memory:{memory_id}")
-        if not purged.exists():
+        # Someone else's private entry is not purged, and its trail keeps texts.
+        hidden = Memory.objects.filter(workspace=workspace, pk=memory_id).exists()
+        if hidden or not purged.exists():
             raise Http404("No such memory.") from None
         # Purged: the row is gone, its audit rows (without the texts) say what happened.
         return render(
@@ -275,9 +284,13 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
             base_tau_days=tau,
         ),
         "decay": _decay_chart(memory, workspace, now),
-        "chain": _chain(memory),
-        "evidence": Memory.objects.filter(conclusion_links__conclusion=memory),
-        "conclusions": Memory.objects.filter(evidence_links__evidence=memory),
+        "chain": [m for m in _chain(memory) if selectors.is_visible(m, request.user.pk)],
+        "evidence": Memory.objects.filter(
+            selectors.visible_to(request.user.pk), conclusion_links__conclusion=memory
+        ),
+        "conclusions": Memory.objects.filter(
+            selectors.visible_to(request.user.pk), evidence_links__evidence=memory
+        ),
         "folds": DedupeEvent.objects.filter(memory=memory).order_by("-created_at")[:20],
         "access": memory_dash.memory_access_summary(workspace=workspace, memory=memory),
         "history": history,
@@ -300,7 +313,9 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
     if request.method != "POST":  # checked after access, so outsiders see 404, not 405
         return HttpResponseNotAllowed(["POST"])
     try:
-        memory = selectors.memory_get(workspace=workspace, memory_id=memory_id, forgotten=True)
+        memory = selectors.memory_get(
+            workspace=workspace, memory_id=memory_id, forgotten=True, viewer_id=request.user.pk
+        )
     except MemflowError:
         raise Http404("No such memory.") from None
     user = request_user(request)
@@ -339,6 +354,14 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
             services.memory_pin(memory=memory, pinned=not memory.pinned)
             messages.success(
                 request, "Pinned: cleanup never removes it." if not memory.pinned else "Unpinned."
+            )
+        elif action == "private":
+            services.memory_set_private(
+                workspace=workspace, memory=memory, private=not memory.private, actor=actor
+            )
+            messages.success(
+                request,
+                "Private: only you see it." if memory.private else "Shared with the workspace.",
             )
         elif action == "forget":
             reason = ForgetForm(request.POST)
@@ -612,6 +635,7 @@ def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     texts = memory_dash.memories_by_id(
         workspace=workspace,
         ids=[h.memory_id for h in hottest] + [n.memory_id for n in never],
+        viewer_id=request.user.pk,
     )
     by_source = memory_dash.ledger_by_source(workspace=workspace, since=start)
     context = {
@@ -672,8 +696,12 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "sessions_in_window": sum(sessions.values()),
         "ledger": selectors.ledger_summary(workspace=workspace, top=5),
         "recent_sessions": dash_selectors.session_list_annotated(workspace=workspace)[:8],
-        "conflicts": selectors.memory_conflict_clusters(workspace=workspace, limit=10),
-        "fading": selectors.memory_fading(workspace=workspace, limit=10, now=now),
+        "conflicts": selectors.memory_conflict_clusters(
+            workspace=workspace, limit=10, viewer_id=request.user.pk
+        ),
+        "fading": selectors.memory_fading(
+            workspace=workspace, limit=10, now=now, viewer_id=request.user.pk
+        ),
     }
     return render(request, "contexts/workspace_overview.html", context)
 

@@ -140,6 +140,8 @@ def evil_values(world: dict[str, Any]) -> dict[str, Any]:
         "keep": b,
         "state_key": "evil.plan",
         "state_value": "mine",
+        "private": False,
+        "ttl": "",
         "tags": "",
         "compartment": "",
         "session_id": world["session"],

@@ -27,6 +27,8 @@ ARGUMENTS = {
         "state_key",
         "state_value",
         "session_id",
+        "private",
+        "ttl",
     },
     "flymemory_recall": {
         "query",
