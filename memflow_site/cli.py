@@ -2,7 +2,9 @@
 backup, restore, import, export, … (see `memflow --help`).
 
 Each sub-command is a thin wrapper around services; what it prints for
-people goes to stderr, what a script captures goes to stdout.
+people goes to stderr, what a script captures goes to stdout. The agent-side
+commands live in `cli_agent`, bench and loadtest in `cli_bench`, and what
+every command stands on in `cli_base`.
 """
 
 from __future__ import annotations
@@ -357,7 +359,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- context -----------------------------------------------------------------
+# --- entry point -------------------------------------------------------------
 
 
 class _Version(argparse.Action):
