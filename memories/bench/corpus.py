@@ -431,9 +431,13 @@ def load_labelled(
         if not (directory / name).is_file():
             raise FileNotFoundError(f"{directory} holds no {name} (see `memflow bench --help`)")
     rows = _read_jsonl(directory / "corpus.jsonl")
+    # A text that looks like it holds a secret is refused by remember, and
+    # one refused item refuses its whole batch: such memories (and the
+    # queries only they answer) are left out, as the Debian corpus does.
     docs = {
         str(r["id"]): Doc(key=str(r["id"]), text=str(r["text"]), package="", synopsis="", body="")
         for r in rows
+        if not find_secret(str(r["text"]))
     }
     rng = random.Random(seed)
     raw = _read_jsonl(directory / "queries.jsonl")
