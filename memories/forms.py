@@ -13,6 +13,7 @@ SORTS = [
     ("", "relevance (when searching), else newest"),
     ("newest", "newest first"),
     ("oldest", "oldest first"),
+    ("updated", "recently updated"),
     ("accessed", "most accessed"),
     ("retention", "retention, fading first"),
 ]
@@ -20,6 +21,8 @@ SORTS = [
 
 class MemorySearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500, label="Search")
+    # The same substring filter as the REST list's `contains`.
+    contains = forms.CharField(required=False, max_length=200, label="Text contains")
     compartment = forms.CharField(required=False, max_length=64)
     source = forms.ChoiceField(required=False, choices=[("", "any source"), *Memory.Source.choices])
     app = forms.CharField(required=False, max_length=64)

@@ -9,7 +9,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -30,7 +29,15 @@ from contexts.errors import MemflowError
 from contexts.flowctx import selectors as flowctx_selectors
 from contexts.knobs import knob
 from contexts.selectors import Access
-from memories import core, embeddings, rendering, selectors, services, session_log
+from memories import (
+    core,
+    embeddings,
+    list_selectors,
+    rendering,
+    selectors,
+    services,
+    session_log,
+)
 from memories import dashboard_selectors as memory_dash
 from memories.decay import retention
 from memories.forms import (
@@ -47,8 +54,6 @@ from memories.forms import (
 )
 from memories.models import CoreMemory, DedupeEvent, Memory
 
-PAGE_SIZE = 50
-
 
 def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilters:
     within, older = data.get("within"), data.get("older")
@@ -60,7 +65,35 @@ def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilter
         since=now - timedelta(days=int(within)) if within else None,
         until=now - timedelta(days=int(older)) if older else None,
         include_superseded=(data.get("status") or "current") != "current",
+        contains=(data.get("contains") or "").strip() or None,
     )
+
+
+_FILTERS = ("contains", "compartment", "source", "app", "state_key", "within", "older")
+
+
+def _consolidate(
+    request: HtmxHttpRequest, workspace: Any, form: ConsolidateForm
+) -> tuple[Memory | None, str]:
+    """The list's consolidate form: the conclusion, or why there is none."""
+    try:
+        if not form.is_valid():
+            raise services.Invalid("The conclusion is too long.", code="invalid")
+        conclusion = services.memory_consolidate(
+            workspace=workspace,
+            ids=form.ids(),
+            conclusion=form.cleaned_data["conclusion"],
+            compartment=form.cleaned_data["compartment"],
+            user=request_user(request),
+            actor=Actor.for_request(request, origin=Origin.DASHBOARD),
+        )
+    except MemflowError as exc:
+        return None, exc.detail
+    evidence = ", ".join(f"#{i}" for i in sorted(set(form.ids())))
+    messages.success(
+        request, f"Consolidated {evidence} into #{conclusion.pk}; they stay as its evidence."
+    )
+    return conclusion, ""
 
 
 @login_required
@@ -84,43 +117,20 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         workspace, membership = workspace_for_page(request, slug, Access.WRITE)
         consolidate = ConsolidateForm(request.POST)
         selected = set(consolidate.ids())
-        try:
-            if not consolidate.is_valid():
-                raise services.Invalid("The conclusion is too long.", code="invalid")
-            conclusion = services.memory_consolidate(
-                workspace=workspace,
-                ids=consolidate.ids(),
-                conclusion=consolidate.cleaned_data["conclusion"],
-                compartment=consolidate.cleaned_data["compartment"],
-                user=request_user(request),
-                actor=Actor.for_request(request, origin=Origin.DASHBOARD),
-            )
-        except MemflowError as exc:
-            consolidate_error = exc.detail
-        else:
-            evidence = ", ".join(f"#{i}" for i in sorted(set(consolidate.ids())))
-            messages.success(
-                request,
-                f"Consolidated {evidence} into #{conclusion.pk}; they stay as its evidence.",
-            )
-            return redirect("memory-detail", slug=workspace.slug, memory_id=conclusion.pk)
-    filters = _list_filters(data, now)
+        done, consolidate_error = _consolidate(request, workspace, consolidate)
+        if done is not None:
+            return redirect("memory-detail", slug=workspace.slug, memory_id=done.pk)
     query = (data.get("q") or "").strip()
-    rows: list[tuple[Memory, float | None]]
-    page = None
-    if query:
-        # The same recall the API uses, with its fused score.
-        hits = selectors.memory_recall(
-            workspace=workspace, query=query, k=PAGE_SIZE, filters=filters, now=now
-        ).hits
-        hits = [h for h in hits if status != "superseded" or h.memory.valid_to]
-        rows = [(h.memory, h.score) for h in memory_dash.hits_sorted(hits, sort)]
-    else:
-        qs = memory_dash.memory_browse(workspace=workspace, filters=filters, sort=sort, now=now)
-        if status == "superseded":
-            qs = qs.filter(valid_to__isnull=False)
-        page = Paginator(qs, PAGE_SIZE).get_page(data.get("page") or 1)
-        rows = [(m, None) for m in page.object_list]
+    listing = list_selectors.memory_list_page(
+        workspace=workspace,
+        filters=_list_filters(data, now),
+        query=query,
+        status=status,
+        sort=sort,
+        page_number=data.get("page") or 1,
+        now=now,
+    )
+    marks = rendering.marked_terms(query, data.get("contains") or "")
     context = {
         "workspace": workspace,
         "membership": membership,
@@ -129,14 +139,13 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "sort": sort,
         "sort_label": dict(SORTS).get(sort, ""),
         "rows": [
-            (m, score, rendering.age_label(m.created_at, now), m.pk in selected)
-            for m, score in rows
+            (r, rendering.highlighted(r.memory.text, marks), r.memory.pk in selected)
+            for r in listing.rows
         ],
-        "page": page,
+        "listing": listing,
         "status": status,
-        "filtered": any(
-            data.get(k) for k in ("compartment", "source", "app", "state_key", "within", "older")
-        ),
+        "statuses": [(v, listing.status_counts.get(v)) for v in ("current", "superseded", "all")],
+        "filtered": any(data.get(k) for k in _FILTERS),
         "state_keys": memory_dash.state_key_names(workspace=workspace),
         "consolidate_form": consolidate,
         "consolidate_error": consolidate_error,
@@ -145,13 +154,14 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             m
             for i, m in sorted(
                 memory_dash.memories_by_id(
-                    workspace=workspace, ids=selected - {m.pk for m, _ in rows}
+                    workspace=workspace, ids=selected - {r.memory.pk for r in listing.rows}
                 ).items()
             )
         ],
     }
     if request.htmx and request.method == "GET":
-        return render(request, "memories/memory_list.html#memory-table", context)
+        # The table, and the facets (their counts follow the search) out of band.
+        return render(request, "memories/_memory_list_swap.html", context)
     return render(
         request, "memories/memory_list.html", context, status=400 if consolidate_error else 200
     )
