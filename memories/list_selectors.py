@@ -133,7 +133,12 @@ def _search_page(
     # queryset code the browsed list uses.
     unfaceted = replace(filters, compartment=None, source=None, app=None)
     result = memory_recall(
-        workspace=workspace, query=query, k=SEARCH_LIMIT, filters=unfaceted, now=now
+        workspace=workspace,
+        query=query,
+        k=SEARCH_LIMIT,
+        filters=unfaceted,
+        now=now,
+        candidates=SEARCH_LIMIT,
     )
     hits = [h for h in real_hits(result) if status != "superseded" or h.memory.valid_to]
     ids = [h.memory.pk for h in hits]

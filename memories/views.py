@@ -143,6 +143,7 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             for r in listing.rows
         ],
         "listing": listing,
+        "search_limit": list_selectors.SEARCH_LIMIT,
         "status": status,
         "statuses": [(v, listing.status_counts.get(v)) for v in ("current", "superseded", "all")],
         "filtered": any(data.get(k) for k in _FILTERS),
