@@ -19,6 +19,9 @@ SORTS = [
 ]
 
 
+_REFILTER = forms.Select(attrs={"class": "refilter"})
+
+
 class MemorySearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500, label="Search")
     # The same substring filter as the REST list's `contains`.
@@ -31,9 +34,12 @@ class MemorySearchForm(forms.Form):
         required=False,
         choices=[("current", "current"), ("superseded", "superseded"), ("all", "all")],
     )
-    within = forms.ChoiceField(required=False, choices=AGES, label="Created within")
-    older = forms.ChoiceField(required=False, choices=AGES, label="Older than")
-    sort = forms.ChoiceField(required=False, choices=SORTS)
+    # `refilter`: a change re-runs the list (see memory_list.html).
+    within = forms.ChoiceField(
+        required=False, choices=AGES, label="Created within", widget=_REFILTER
+    )
+    older = forms.ChoiceField(required=False, choices=AGES, label="Older than", widget=_REFILTER)
+    sort = forms.ChoiceField(required=False, choices=SORTS, widget=_REFILTER)
     page = forms.IntegerField(required=False, min_value=1)
 
 

@@ -14,15 +14,12 @@
 
   // After htmx swaps in a new list, say how many results it holds in the
   // page's live region (#list-status), which stays put across swaps so
-  // screen readers hear the change. The list marks the words: data-announce.
-  document.addEventListener("htmx:afterSettle", function (event) {
+  // screen readers hear the change. The list marks the words: data-announce
+  // (an outerHTML swap reports the old element, so it is looked up anew).
+  document.addEventListener("htmx:afterSettle", function () {
     var status = document.getElementById("list-status");
-    var target = event.detail && event.detail.target;
-    if (!status || !target || !target.querySelector) {
-      return;
-    }
-    var source = target.matches("[data-announce]") ? target : target.querySelector("[data-announce]");
-    if (source) {
+    var source = document.querySelector("[data-announce]");
+    if (status && source) {
       status.textContent = source.getAttribute("data-announce");
     }
   });
