@@ -24,8 +24,9 @@ _REFILTER = forms.Select(attrs={"class": "refilter"})
 
 class MemorySearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500, label="Search")
-    # The same substring filter as the REST list's `contains`.
-    contains = forms.CharField(required=False, max_length=200, label="Text contains")
+    # The REST list's `contains` filter. Not named so here: a form control
+    # named "contains" shadows the form element's Node.contains() in the DOM.
+    substring = forms.CharField(required=False, max_length=200, label="Text contains")
     compartment = forms.CharField(required=False, max_length=64)
     source = forms.ChoiceField(required=False, choices=[("", "any source"), *Memory.Source.choices])
     app = forms.CharField(required=False, max_length=64)

@@ -65,11 +65,11 @@ def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilter
         since=now - timedelta(days=int(within)) if within else None,
         until=now - timedelta(days=int(older)) if older else None,
         include_superseded=(data.get("status") or "current") != "current",
-        contains=(data.get("contains") or "").strip() or None,
+        contains=(data.get("substring") or "").strip() or None,
     )
 
 
-_FILTERS = ("contains", "compartment", "source", "app", "state_key", "within", "older")
+_FILTERS = ("substring", "compartment", "source", "app", "state_key", "within", "older")
 
 
 def _consolidate(
@@ -130,7 +130,7 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         page_number=data.get("page") or 1,
         now=now,
     )
-    marks = rendering.marked_terms(query, data.get("contains") or "")
+    marks = rendering.marked_terms(query, data.get("substring") or "")
     context = {
         "workspace": workspace,
         "membership": membership,

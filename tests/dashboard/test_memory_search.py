@@ -84,13 +84,13 @@ def test_the_substring_filter_matches_exactly_in_the_list_the_search_and_the_api
     )
     seed(acme, ["Rate is 100%_off for tests", "Rate is 100 percent off"])
     client = as_user(bob)
-    html = client.get("/w/acme/memories/?contains=acme-backups/night").content.decode()
+    html = client.get("/w/acme/memories/?substring=acme-backups/night").content.decode()
     assert texts_of(html) == ["Backups go to s3://acme-backups/nightly/"]
     assert "<mark>acme-backups/night</mark>" in html
     # % and _ are literal characters, not wildcards
-    literal = client.get("/w/acme/memories/", {"contains": "100%_"}).content.decode()
+    literal = client.get("/w/acme/memories/", {"substring": "100%_"}).content.decode()
     assert texts_of(literal) == ["Rate is 100%_off for tests"]
-    searched = client.get("/w/acme/memories/?q=backups&contains=acme-logs").content.decode()
+    searched = client.get("/w/acme/memories/?q=backups&substring=acme-logs").content.decode()
     assert texts_of(searched) == ["Backups of logs go to s3://acme-logs/"]
     rest = api(make_key(bob, workspace=acme)).get(
         "/api/v1/workspaces/acme/memories/", {"contains": "100%_"}
