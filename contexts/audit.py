@@ -8,6 +8,7 @@ row (or a row without its change) cannot happen.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -119,3 +120,28 @@ def audit_actions(*, workspace: Workspace) -> list[str]:
 def audit_scrub(*, workspace: Workspace, target: str) -> int:
     """Drop the texts kept in `target`'s rows (a purge): who and when stay."""
     return AuditEvent.objects.filter(workspace=workspace, target=target).update(before="", after="")
+
+
+# Apps say which targets' kept texts a reader may not see (memories: someone
+# else's private entry); rows stay listed, their before/after come back empty.
+TextGuard = Callable[[Workspace, set[str], Any], set[str]]
+_TEXT_GUARDS: list[TextGuard] = []
+
+
+def audit_register_text_guard(guard: TextGuard) -> None:
+    if guard not in _TEXT_GUARDS:
+        _TEXT_GUARDS.append(guard)
+
+
+def audit_withhold(rows: Iterable[AuditEvent], *, workspace: Workspace, viewer: Any) -> list[Any]:
+    """`rows` as `viewer` may read them: texts of guarded targets blanked (not saved)."""
+    rows = list(rows)
+    targets = {r.target for r in rows if r.before or r.after}
+    hidden: set[str] = set()
+    for guard in _TEXT_GUARDS:
+        if targets:
+            hidden |= guard(workspace, targets, viewer)
+    for row in rows:
+        if row.target in hidden:
+            row.before = row.after = ""
+    return rows

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contexts.api_base import WorkspaceApiView
-from contexts.audit import audit_list
+from contexts.audit import audit_list, audit_withhold
 from contexts.models import AuditEvent
 
 
@@ -63,6 +63,8 @@ class AuditListApi(WorkspaceApiView):
                 "count": rows.count(),
                 "offset": f["offset"],
                 "limit": f["limit"],
-                "results": AuditEventOutput(page, many=True).data,
+                "results": AuditEventOutput(
+                    audit_withhold(page, workspace=self.workspace, viewer=request.user), many=True
+                ).data,
             }
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -40,92 +40,39 @@ def page_of(request: HttpRequest, items: Any, per_page: int) -> Page:
     return Paginator(items, per_page).get_page(request.GET.get("page") or 1)
 
 
-# --- server-drawn charts --------------------------------------------------------------
-#
-# The dashboard draws its few charts as inline SVG on the server: no chart
-# library to vendor, nothing that runs in the browser, and the numbers are
-# also in the page as text (the <title> of each bar and a table beside it)
-# for screen readers and for copying.
+# --- time ranges ---------------------------------------------------------------------
+
+RANGES = (7, 30, 90)
 
 
 @dataclass(frozen=True)
-class Bar:
-    x: float
-    y: float
-    width: float
-    height: float
-    label: str
-    value: float
-    title: str
+class RangeChoice:
+    days: int
+    url: str
+    current: bool
 
 
-@dataclass(frozen=True)
-class BarChart:
-    width: int
-    height: int
-    bars: tuple[Bar, ...]
-    peak: float
-    peak_label: str
-    first_label: str
-    last_label: str
-
-    @property
-    def empty(self) -> bool:
-        return not any(bar.value for bar in self.bars)
-
-
-def _shown(value: float, unit: str) -> str:
-    return f"{value:.0%}" if unit == "%" else f"{value:g}{unit}"
-
-
-def bar_chart(
-    points: Sequence[tuple[str, float]],
-    *,
-    width: int = 600,
-    height: int = 120,
-    unit: str = "",
-    ceiling: float | None = None,
-) -> BarChart:
-    """Bars for (label, value) points, left to right; `ceiling` fixes the top (1.0 for rates)."""
-    peak = max((v for _, v in points), default=0.0)
-    top = ceiling if ceiling is not None else (peak or 1.0)
-    slot = width / max(len(points), 1)
-    gap = min(2.0, slot / 4)
-    bars = []
-    for i, (label, value) in enumerate(points):
-        h = (value / top) * (height - 4) if top else 0.0
-        h = max(h, 1.0) if value else 0.0
-        shown = _shown(value, unit)
-        bars.append(
-            Bar(
-                x=round(i * slot + gap / 2, 2),
-                y=round(height - h, 2),
-                width=round(max(slot - gap, 0.5), 2),
-                height=round(h, 2),
-                label=label,
-                value=value,
-                title=f"{label}: {shown}",
-            )
-        )
-    return BarChart(
-        width=width,
-        height=height,
-        bars=tuple(bars),
-        peak=peak,
-        peak_label=_shown(peak, unit),
-        first_label=points[0][0] if points else "",
-        last_label=points[-1][0] if points else "",
-    )
+def range_days(request: HttpRequest, default: int = 30) -> tuple[int, list[RangeChoice]]:
+    """`?days=` (one of RANGES, else `default`) and a link to each range that keeps
+    the page's other query parameters (a paging position restarts)."""
+    asked = request.GET.get("days", "")
+    days = int(asked) if asked.isdigit() and int(asked) in RANGES else default
+    choices = []
+    for n in RANGES:
+        query = request.GET.copy()
+        query["days"] = str(n)
+        query.pop("page", None)
+        choices.append(RangeChoice(days=n, url=f"?{query.urlencode()}", current=n == days))
+    return days, choices
 
 
 def daily_points(
     counts: Mapping[date, float], *, days: int, today: date
-) -> list[tuple[str, float]]:
-    """(YYYY-MM-DD, value) for each of the last `days` days up to `today`, zeros filled in."""
+) -> list[tuple[date, float]]:
+    """(day, value) for each of the last `days` days up to `today`, zeros filled in."""
     start = today - timedelta(days=days - 1)
     return [
-        ((start + timedelta(days=i)).isoformat(), counts.get(start + timedelta(days=i), 0))
-        for i in range(days)
+        (start + timedelta(days=i), counts.get(start + timedelta(days=i), 0)) for i in range(days)
     ]
 
 

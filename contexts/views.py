@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from contexts import dashboard_selectors as dash_selectors
 from contexts import knobs, quotas, selectors, services
-from contexts.audit import Actor, Origin, audit_actions, audit_list
+from contexts.audit import Actor, Origin, audit_actions, audit_list, audit_withhold
 from contexts.auth import request_user
 from contexts.dashboard import (
     HtmxHttpRequest,
@@ -518,12 +518,15 @@ def activity_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         action=data.get("action") or None,
         origin=data.get("origin") or None,
     )
+    page = page_of(request, rows, ACTIVITY_PER_PAGE)
+    # Texts of entries private to someone else stay out of the trail shown here.
+    page.object_list = audit_withhold(page.object_list, workspace=workspace, viewer=request.user)
     context = {
         "workspace": workspace,
         "membership": membership,
         "form": form,
         "filtered": any(data.values()),
-        "page": page_of(request, rows, ACTIVITY_PER_PAGE),
+        "page": page,
     }
     if request.htmx:
         return render(request, "contexts/activity_list.html#activity-table", context)

@@ -328,9 +328,34 @@ def database_restore(
         + (", replacing what is there" if present else ""),
     )
     started = time.monotonic()
-    env = _run_env(target)
-    # pg_restore writes the SQL script; psql runs it in one transaction, behind
-    # a prologue that (for --replace) empties the target in that same transaction.
+    prologue = f"SET lock_timeout = '{LOCK_TIMEOUT}';\n"
+    if present:
+        prologue += "DROP SCHEMA public CASCADE;\nCREATE SCHEMA public;\n"
+    failure = _restore_piped(path, _run_env(target), prologue, tables=len(archived), out=out)
+    if failure is not None:
+        if "lock timeout" in failure:
+            raise BackupError(
+                f"{target.label} is in use (a lock was held for over {LOCK_TIMEOUT}): stop "
+                "`memflow serve` and any workers, then restore again. Nothing was changed.",
+                code="database_in_use",
+            )
+        raise BackupError(
+            f"The restore failed and was rolled back, nothing was changed: {failure}",
+            code="restore_failed",
+        )
+    report = RestoreReport(path=path, tables=len(archived), seconds=time.monotonic() - started)
+    _say(out, f"Restore complete: {report.tables} tables in {report.seconds:.1f}s.")
+    return report
+
+
+def _restore_piped(
+    path: Path, env: dict[str, str], prologue: str, *, tables: int, out: IO[str] | None
+) -> str | None:
+    """Run the archive through pg_restore into psql; None, or what went wrong.
+
+    pg_restore writes the SQL script; psql runs it in one transaction, behind
+    `prologue` (which, for --replace, empties the target in that same transaction).
+    """
     restore = subprocess.Popen(
         [
             pg_tool("pg_restore"),
@@ -346,9 +371,6 @@ def database_restore(
         stderr=subprocess.PIPE,
         text=True,
     )
-    prologue = f"SET lock_timeout = '{LOCK_TIMEOUT}';\n"
-    if present:
-        prologue += "DROP SCHEMA public CASCADE;\nCREATE SCHEMA public;\n"
     script = subprocess.Popen(
         [
             pg_tool("psql"),
@@ -368,7 +390,7 @@ def database_restore(
     try:
         feeder = _Pump(prologue, restore.stdout, script.stdin)
         feeder.start()
-        restore_errors = _follow(restore, _RESTORING, len(archived), out)
+        restore_errors = _follow(restore, _RESTORING, tables, out)
         restore_status = restore.wait()
         feeder.join()
         assert script.stderr is not None
@@ -381,20 +403,8 @@ def database_restore(
         script.wait()
         raise
     if restore_status != 0 or script_status != 0 or feeder.error:
-        detail = "; ".join(script_errors + restore_errors) or feeder.error or "unknown error"
-        if "lock timeout" in detail:
-            raise BackupError(
-                f"{target.label} is in use (a lock was held for over {LOCK_TIMEOUT}): stop "
-                "`memflow serve` and any workers, then restore again. Nothing was changed.",
-                code="database_in_use",
-            )
-        raise BackupError(
-            f"The restore failed and was rolled back, nothing was changed: {detail}",
-            code="restore_failed",
-        )
-    report = RestoreReport(path=path, tables=len(archived), seconds=time.monotonic() - started)
-    _say(out, f"Restore complete: {report.tables} tables in {report.seconds:.1f}s.")
-    return report
+        return "; ".join(script_errors + restore_errors) or feeder.error or "unknown error"
+    return None
 
 
 class _Pump:

@@ -1,4 +1,5 @@
-"""`memflow retrieve | recall | get`: memflow's reads, as a model runs them in its shell.
+"""`memflow retrieve | recall | get | remember | forget`: memflow's memory commands, as a
+model (or a person) runs them in a shell.
 
 Without memflow's MCP server, these are what the hooks' instructions name:
 they use the hook client's configuration (MEMFLOW_URL, MEMFLOW_API_KEY,
@@ -102,7 +103,68 @@ def _get(args: argparse.Namespace, config: dict[str, Any]) -> None:
     sys.stdout.write(f"[{' | '.join(head)}]\n{answer.get('text', '')}\n")
 
 
-COMMANDS = {"retrieve": _retrieve, "recall": _recall, "get": _get}
+def _remember(args: argparse.Namespace, config: dict[str, Any]) -> None:
+    body: dict[str, Any] = {"text": args.text, "private": args.private}
+    if args.compartment:
+        body["compartment"] = args.compartment
+    if args.ttl:
+        body["ttl"] = args.ttl
+    if args.expires_at:
+        body["expires_at"] = args.expires_at
+    if args.session:
+        body["session"] = args.session
+    answer = _json(_call(config, "POST", "memories/", body))
+    memory = answer.get("memory") or {}
+    notes = [str(answer.get("outcome"))]
+    if memory.get("private"):
+        notes.append("private")
+    if memory.get("expires_at"):
+        notes.append(f"expires {memory['expires_at']}")
+    sys.stdout.write(f"#{answer.get('id')} ({', '.join(notes)})\n")
+
+
+def _filter_pairs(pairs: list[str]) -> dict[str, Any]:
+    """`--filter key=value` pairs as the bulk forget's body; `tag` may repeat."""
+    body: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ReadError(f"--filter takes key=value, not {pair!r}")
+        if key in ("tag", "tags"):
+            body.setdefault("tags", []).append(value)
+        else:
+            body[key] = value
+    return body
+
+
+def _forget(args: argparse.Namespace, config: dict[str, Any]) -> None:
+    body = _filter_pairs(args.filter or [])
+    if not body:
+        raise ReadError("say which memories: --filter key=value (compartment, tag, source, ...)")
+    body["dry_run"] = args.dry_run
+    if args.reason:
+        body["reason"] = args.reason
+    answer = _json(_call(config, "POST", "memories/forget/", body))
+    if answer.get("dry_run"):
+        lines = [f"Would forget {answer.get('matched')} memories. Among them:"]
+        lines += [f"  #{m.get('id')} {str(m.get('text', ''))[:100]}" for m in answer["sample"]]
+    else:
+        lines = [
+            f"Forgot {len(answer.get('forgotten') or [])} memories (run {answer.get('bulk')})."
+        ]
+        if answer.get("remaining"):
+            lines.append(f"{answer['remaining']} more match: run it again.")
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+COMMANDS = {
+    "retrieve": _retrieve,
+    "recall": _recall,
+    "get": _get,
+    "remember": _remember,
+    "forget": _forget,
+}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,5 +198,21 @@ def add_parsers(sub: Any, func: Any) -> None:
     recall.add_argument("-k", type=int, default=10, help="how many entries to rank")
     get = sub.add_parser("get", parents=[common], help="print one memory in full")
     get.add_argument("id", type=int)
-    for parser in (retrieve, recall, get):
+    remember = sub.add_parser("remember", parents=[common], help="store one memory")
+    remember.add_argument("text")
+    remember.add_argument("--private", action="store_true", help="only you will see it")
+    remember.add_argument("--ttl", help='forget it after: seconds, or "90m", "12h", "7d"')
+    remember.add_argument("--expires-at", help="forget it after this ISO 8601 time")
+    remember.add_argument("--compartment", help="e.g. lessons")
+    forget = sub.add_parser("forget", parents=[common], help="forget every memory a filter matches")
+    forget.add_argument(
+        "--filter",
+        action="append",
+        metavar="KEY=VALUE",
+        help="compartment, tag (repeatable), source, app, state_key, contains, session, "
+        "since, until (ISO times); all must hold",
+    )
+    forget.add_argument("--dry-run", action="store_true", help="count and show, forget nothing")
+    forget.add_argument("--reason", help="kept with each tombstone")
+    for parser in (retrieve, recall, get, remember, forget):
         parser.set_defaults(func=func)

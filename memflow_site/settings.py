@@ -81,8 +81,12 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "contexts.context_processors.workspaces",
             ],
-            # `{% partialdef %}` everywhere, as it is built in from Django 6 on.
-            "builtins": ["template_partials.templatetags.partials"],
+            # `{% partialdef %}` everywhere, as it is built in from Django 6 on; `|when`
+            # for every time shown (contexts/templatetags/when.py).
+            "builtins": [
+                "template_partials.templatetags.partials",
+                "contexts.templatetags.when",
+            ],
         },
     }
 ]

@@ -6,13 +6,12 @@ import dataclasses
 from typing import Any
 
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
+from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response
 from contexts.audit import Actor, Origin
 from contexts.auth import request_user
 from contexts.knobs import knob
@@ -21,7 +20,7 @@ from contexts.selectors import Access
 from contexts.services import agent_session_get_or_create
 from memories import rendering, selectors, services
 from memories.decay import retention
-from memories.models import DedupeEvent, InjectionEvent, Memory
+from memories.models import InjectionEvent, Memory
 
 MAX_BULK = 1000
 MAX_TEXT = 200_000  # a hard cap before any work; the workspace's own limit is lower
@@ -44,6 +43,7 @@ class MemoryOutput(serializers.Serializer):
     valid_to = serializers.DateTimeField(allow_null=True)
     superseded_by = serializers.IntegerField(allow_null=True)
     pinned = serializers.BooleanField()
+    private = serializers.BooleanField(help_text="Seen by its author only.")
     expires_at = serializers.DateTimeField(allow_null=True)
     age = serializers.CharField()
     retention = serializers.FloatField()
@@ -75,6 +75,7 @@ def memory_json(
         "valid_to": memory.valid_to,
         "superseded_by": memory.superseded_by_id,
         "pinned": memory.pinned,
+        "private": memory.private,
         "expires_at": memory.expires_at,
         "age": rendering.age_label(memory.created_at, now),
         "retention": round(
@@ -147,18 +148,33 @@ class RememberInputSerializer(serializers.Serializer):
     source = serializers.ChoiceField(choices=Memory.Source.choices, default=Memory.Source.MODEL)  # type: ignore[assignment]
     app = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
     metadata = serializers.DictField(required=False, default=dict)
+    private = serializers.BooleanField(
+        required=False, default=False, help_text="Only you (the key's user) will see it."
+    )
+    expires_at = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="ISO 8601; gone after it."
+    )
+    ttl = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text='Seconds, or "90m", "12h", "7d".'
+    )
 
     def to_input(self) -> services.RememberInput:
-        data: dict[str, Any] = self.validated_data
-        return services.RememberInput(
-            text=data["text"],
-            compartment=data["compartment"],
-            state_key=data["state_key"],
-            state_value=data["state_value"],
-            source=data["source"],
-            app=data["app"],
-            metadata=data["metadata"],
-        )
+        return remember_input(self.validated_data)
+
+
+def remember_input(data: dict[str, Any]) -> services.RememberInput:
+    """An item as RememberInputSerializer validated it; expiry errors carry stable codes."""
+    return services.RememberInput(
+        text=data["text"],
+        compartment=data["compartment"],
+        state_key=data["state_key"],
+        state_value=data["state_value"],
+        source=data["source"],
+        app=data["app"],
+        metadata=data["metadata"],
+        private=data.get("private", False),
+        expires_at=services.parse_expiry(data.get("expires_at"), data.get("ttl")),
+    )
 
 
 class RememberOutput(serializers.Serializer):
@@ -230,14 +246,18 @@ class MemoryListCreateApi(MemoryApiView):
         params = self.ListParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         f: dict[str, Any] = params.validated_data
-        filters = params.filters(contains=f.get("contains") or None)
+        filters = params.filters(
+            viewer_id=request_user(request).pk, contains=f.get("contains") or None
+        )
         if f["status"] != "current":
             filters = dataclasses.replace(filters, include_superseded=True)
         qs = selectors.memory_list(workspace=self.workspace, filters=filters)
         if f["status"] == "superseded":
             qs = qs.filter(valid_to__isnull=False)
         elif f["status"] == "forgotten":
-            qs = selectors.memory_forgotten_list(workspace=self.workspace)
+            qs = selectors.memory_forgotten_list(
+                workspace=self.workspace, viewer_id=request_user(request).pk
+            )
         now = timezone.now()
         return page_response(
             request,
@@ -280,7 +300,7 @@ class MemoryBulkApi(MemoryApiView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         raw_items: list[dict[str, Any]] = data.validated_data["items"]
-        items = [services.RememberInput(**item) for item in raw_items]
+        items = [remember_input(item) for item in raw_items]
         session = self.session_for(request, data.validated_data.get("session"))
         try:
             results = services.memory_remember_bulk(
@@ -319,10 +339,13 @@ class MemoryDetailApi(MemoryApiView):
         text = serializers.CharField(max_length=MAX_TEXT, required=False)
         compartment = serializers.CharField(max_length=64, required=False, allow_blank=True)
         pinned = serializers.BooleanField(required=False)
+        private = serializers.BooleanField(required=False, help_text="The author's only.")
 
     @extend_schema(operation_id="memory_get", parameters=[GetParams], responses=MemoryOutput)
     def get(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         params = self.GetParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         session = self.session_for(request, params.validated_data.get("session"))
@@ -336,7 +359,9 @@ class MemoryDetailApi(MemoryApiView):
 
     @extend_schema(operation_id="memory_update", request=PatchSerializer, responses=MemoryOutput)
     def patch(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         data = self.PatchSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values: dict[str, Any] = data.validated_data
@@ -350,6 +375,13 @@ class MemoryDetailApi(MemoryApiView):
             )
         if "pinned" in values:
             memory = services.memory_pin(memory=memory, pinned=values["pinned"])
+        if "private" in values:
+            memory = services.memory_set_private(
+                workspace=self.workspace,
+                memory=memory,
+                private=values["private"],
+                actor=rest_actor(request),
+            )
         return Response(memory_json(memory))
 
     @extend_schema(
@@ -360,7 +392,9 @@ class MemoryDetailApi(MemoryApiView):
         "(`restore/`) until the workspace's `forget_retention_days` pass; then it is purged.",
     )
     def delete(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         params = ForgetParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         services.memory_forget(
@@ -388,13 +422,17 @@ class MemorySupersedeApi(MemoryApiView):
         operation_id="memory_supersede", request=InputSerializer, responses=OutputSerializer
     )
     def post(self, request: Request, slug: str, memory_id: int) -> Response:
-        memory = selectors.memory_get(workspace=self.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=self.workspace, memory_id=memory_id, viewer_id=request_user(request).pk
+        )
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values: dict[str, Any] = data.validated_data
         by = None
         if values.get("by") is not None:
-            by = selectors.memory_get(workspace=self.workspace, memory_id=values["by"])
+            by = selectors.memory_get(
+                workspace=self.workspace, memory_id=values["by"], viewer_id=request_user(request).pk
+            )
         session = self.session_for(request, values.get("session"))
         successor = services.memory_supersede(
             workspace=self.workspace,
@@ -447,7 +485,7 @@ def run_recall(
         workspace=view.workspace,
         session=view.session_for(request, values.get("session")),
         values=values,
-        filters=filters,
+        filters=dataclasses.replace(filters, viewer_id=request_user(request).pk),
     )
     return answer
 
@@ -504,307 +542,3 @@ class AutoApi(MemoryApiView):
             )
             captured = remember_json(result)
         return Response({"recall": recall, "captured": captured})
-
-
-# --- lineage, states, upkeep ------------------------------------------------------------
-
-
-class ConsolidateApi(MemoryApiView):
-    class InputSerializer(serializers.Serializer):
-        ids = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=200)
-        conclusion = serializers.CharField(max_length=MAX_TEXT)
-        compartment = serializers.CharField(
-            max_length=64, required=False, allow_blank=True, default=""
-        )
-        app = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
-        session = SessionField()
-
-    @extend_schema(
-        operation_id="memory_consolidate", request=InputSerializer, responses={201: MemoryOutput}
-    )
-    def post(self, request: Request, slug: str) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values: dict[str, Any] = data.validated_data
-        memory = services.memory_consolidate(
-            workspace=self.workspace,
-            ids=values["ids"],
-            conclusion=values["conclusion"],
-            compartment=values["compartment"],
-            app=values["app"],
-            user=request_user(request),
-            session=self.session_for(request, values.get("session"), values["app"]),
-            actor=rest_actor(request),
-        )
-        return Response(memory_json(memory), status=status.HTTP_201_CREATED)
-
-
-class StateListApi(MemoryApiView):
-    @extend_schema(
-        operation_id="state_list",
-        parameters=PAGE_PARAMETERS,
-        responses=page_schema("StatePage", MemoryOutput),
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        now = timezone.now()
-        return page_response(
-            request,
-            selectors.state_keys(workspace=self.workspace),
-            render=lambda rows: [memory_json(m, now=now) for m in rows],
-        )
-
-
-class StateDetailApi(MemoryApiView):
-    class OutputSerializer(serializers.Serializer):
-        key = serializers.CharField()
-        value = serializers.CharField()
-        since = serializers.DateTimeField()
-        memory = MemoryOutput()
-
-    @extend_schema(operation_id="state_lookup", responses=OutputSerializer)
-    def get(self, request: Request, slug: str, key: str) -> Response:
-        memory = selectors.state_current(workspace=self.workspace, key=key)
-        return Response(
-            {
-                "key": key,
-                "value": memory.state_value or memory.text,
-                "since": memory.valid_from,
-                "memory": memory_json(memory),
-            }
-        )
-
-
-class StateHistoryApi(MemoryApiView):
-    @extend_schema(
-        operation_id="state_history",
-        parameters=PAGE_PARAMETERS,
-        responses=page_schema("StateHistoryPage", MemoryOutput),
-    )
-    def get(self, request: Request, slug: str, key: str) -> Response:
-        now = timezone.now()
-        return page_response(
-            request,
-            selectors.state_history(workspace=self.workspace, key=key),
-            render=lambda rows: [memory_json(m, now=now) for m in rows],
-        )
-
-
-class ConflictsApi(MemoryApiView):
-    class Params(serializers.Serializer):
-        threshold = serializers.FloatField(
-            min_value=0.5, max_value=1.0, allow_null=True, default=None
-        )
-
-    class OutputSerializer(serializers.Serializer):
-        a = MemoryOutput()
-        b = MemoryOutput()
-        cosine = serializers.FloatField()
-
-    @extend_schema(
-        operation_id="memory_conflicts",
-        parameters=[Params, *PAGE_PARAMETERS],
-        responses=page_schema("ConflictPage", OutputSerializer),
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        params = self.Params(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        values: dict[str, Any] = params.validated_data
-        # The scan is bounded (the newest entries), so all its conflicts are found and paged.
-        conflicts = selectors.memory_conflicts(
-            workspace=self.workspace, threshold=values["threshold"], limit=1000
-        )
-        now = timezone.now()
-        return page_response(
-            request,
-            conflicts,
-            render=lambda rows: [
-                {
-                    "a": memory_json(c.a, now=now),
-                    "b": memory_json(c.b, now=now),
-                    "cosine": round(c.cosine, 4),
-                }
-                for c in rows
-            ],
-        )
-
-
-class InsightsApi(MemoryApiView):
-    @extend_schema(operation_id="memory_insights", responses=OpenApiTypes.OBJECT)
-    def get(self, request: Request, slug: str) -> Response:
-        now = timezone.now()
-        conflicts = selectors.memory_conflicts(workspace=self.workspace, limit=20)
-        fading = selectors.memory_fading(workspace=self.workspace, now=now, limit=20)
-        return Response(
-            {
-                "conflicts": [
-                    {
-                        "a": memory_json(c.a, now=now),
-                        "b": memory_json(c.b, now=now),
-                        "cosine": round(c.cosine, 4),
-                    }
-                    for c in conflicts
-                ],
-                "fading": [
-                    memory_json(m, now=now, extra={"retention": round(r, 4)}) for m, r in fading
-                ],
-            }
-        )
-
-
-class CleanupApi(MemoryApiView):
-    class InputSerializer(serializers.Serializer):
-        dry_run = serializers.BooleanField(default=True)
-
-    @extend_schema(
-        operation_id="memory_cleanup", request=InputSerializer, responses=OpenApiTypes.OBJECT
-    )
-    def post(self, request: Request, slug: str) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        report = services.memory_cleanup(
-            workspace=self.workspace, dry_run=data.validated_data["dry_run"]
-        )
-        return Response(
-            {
-                "dry_run": report.dry_run,
-                "removed": report.removed,
-                "purged": report.purged,
-                "candidates": [
-                    {"id": i, "retention": round(r, 4), "source": s}
-                    for i, r, s in report.candidates
-                ],
-            }
-        )
-
-
-class SessionPackApi(MemoryApiView):
-    class Params(serializers.Serializer):
-        minutes = serializers.IntegerField(min_value=1, max_value=60 * 24 * 365, default=180)
-        chars = serializers.IntegerField(min_value=80, max_value=4000, default=400)
-
-    @extend_schema(
-        operation_id="memory_session_pack", parameters=[Params], responses=OpenApiTypes.OBJECT
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        params = self.Params(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        values: dict[str, Any] = params.validated_data
-        now = timezone.now()
-        pack = selectors.session_pack(workspace=self.workspace, minutes=values["minutes"], now=now)
-
-        def entry(m: Memory) -> dict[str, Any]:
-            return {
-                "id": m.pk,
-                "text": selectors.cut_at_sentence(m.text, values["chars"]),
-                "age": rendering.age_label(m.created_at, now),
-                "source": m.source,
-                "app": m.app,
-            }
-
-        return Response(
-            {
-                "trail": [entry(m) for m in pack.trail],
-                "conclusions": [entry(m) for m in pack.conclusions],
-            }
-        )
-
-
-class StatsApi(MemoryApiView):
-    @extend_schema(operation_id="memory_stats", responses=OpenApiTypes.OBJECT)
-    def get(self, request: Request, slug: str) -> Response:
-        return Response(selectors.memory_stats(workspace=self.workspace))
-
-
-class LedgerApi(MemoryApiView):
-    class Params(serializers.Serializer):
-        session = SessionField()
-        top = serializers.IntegerField(min_value=1, max_value=100, default=10)
-
-    class InputSerializer(serializers.Serializer):
-        session = serializers.CharField(max_length=200)
-        ids = serializers.ListField(child=serializers.IntegerField(), max_length=1000)
-        kind = serializers.ChoiceField(
-            choices=InjectionEvent.Kind.choices, default=InjectionEvent.Kind.INJECTED
-        )
-
-    @extend_schema(
-        operation_id="ledger_summary", parameters=[Params], responses=OpenApiTypes.OBJECT
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        params = self.Params(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        values: dict[str, Any] = params.validated_data
-        return Response(
-            selectors.ledger_summary(
-                workspace=self.workspace,
-                session_id=values.get("session") or None,
-                top=values["top"],
-            )
-        )
-
-    @extend_schema(operation_id="ledger_record", request=InputSerializer, responses={204: None})
-    def post(self, request: Request, slug: str) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values: dict[str, Any] = data.validated_data
-        session = self.session_for(request, values["session"])
-        known = list(
-            Memory.objects.filter(workspace=self.workspace, pk__in=values["ids"]).values_list(
-                "pk", flat=True
-            )
-        )
-        services.ledger_record(
-            workspace=self.workspace, session=session, memory_ids=known, kind=values["kind"]
-        )
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class DedupeEventListApi(MemoryApiView):
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.IntegerField()
-        memory = serializers.IntegerField()
-        kind = serializers.CharField()
-        incoming_text = serializers.CharField()
-        previous_text = serializers.CharField()
-        tombstone = serializers.IntegerField(allow_null=True)
-        similarity = serializers.FloatField(allow_null=True)
-        created_at = serializers.DateTimeField()
-        undone_at = serializers.DateTimeField(allow_null=True)
-
-    @extend_schema(
-        operation_id="dedupe_event_list",
-        parameters=PAGE_PARAMETERS,
-        responses=page_schema("DedupeEventPage", OutputSerializer),
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        events = DedupeEvent.objects.filter(workspace=self.workspace).order_by("-created_at", "-id")
-        return page_response(
-            request,
-            events,
-            render=lambda rows: [
-                {
-                    "id": e.pk,
-                    "memory": e.memory_id,
-                    "kind": e.kind,
-                    "incoming_text": e.incoming_text,
-                    "previous_text": e.previous_text,
-                    "tombstone": e.tombstone_id,
-                    "similarity": e.similarity,
-                    "created_at": e.created_at,
-                    "undone_at": e.undone_at,
-                }
-                for e in rows
-            ],
-        )
-
-
-class DedupeUndoApi(MemoryApiView):
-    @extend_schema(operation_id="dedupe_undo", request=None, responses={201: MemoryOutput})
-    def post(self, request: Request, slug: str, event_id: int) -> Response:
-        event = DedupeEvent.objects.filter(workspace=self.workspace, pk=event_id).first()
-        if event is None:
-            raise services.NotFound(f"No dedupe event {event_id}.", code="event_not_found")
-        restored = services.dedupe_undo(
-            workspace=self.workspace, event=event, user=request_user(request)
-        )
-        return Response(memory_json(restored), status=status.HTTP_201_CREATED)

@@ -10,10 +10,12 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from django.db.backends.signals import connection_created
 
+        from contexts.audit import audit_register_text_guard
         from contexts.quotas import register_meter
         from memories import conf, hooks, selectors  # noqa: F401  (conf registers the knobs)
         from memories.services import quota
 
         hooks.register()
+        audit_register_text_guard(selectors.private_audit_targets)
         register_meter("memories", quota.memory_usage)
         connection_created.connect(selectors.search_settings_apply, dispatch_uid="memories.search")

@@ -12,28 +12,32 @@ from datetime import date, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, FloatField, Max, Min, QuerySet
+from django.db.models import Count, FloatField, Max, Min, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import TruncDate
 
+from contexts import charts
 from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
 from memories.decay import retention_sql
 from memories.models import InjectionEvent, Memory
-from memories.selectors import Hit, MemoryFilters, memory_list
+from memories.selectors import Hit, MemoryFilters, memory_list, visible_to
 
 _LEAN = ("embedding", "embedding_next", "lex")  # columns no dashboard page reads
 
 
-def memories_by_id(*, workspace: Workspace, ids: Iterable[int]) -> dict[int, Memory]:
-    """The workspace's memories among `ids` (forgotten ones are simply absent)."""
+def memories_by_id(
+    *, workspace: Workspace, ids: Iterable[int], viewer_id: int | None = None
+) -> dict[int, Memory]:
+    """The workspace's memories among `ids` `viewer_id` may see (forgotten ones are
+    simply absent)."""
     wanted = {int(i) for i in ids}
     if not wanted:
         return {}
     return {
         m.pk: m
         for m in Memory.objects.filter(
-            workspace=workspace, pk__in=wanted, forgotten_at__isnull=True
+            visible_to(viewer_id), workspace=workspace, pk__in=wanted, forgotten_at__isnull=True
         ).defer(*_LEAN)
     }
 
@@ -111,6 +115,10 @@ class LedgerRow:
     def rate(self) -> float:
         return self.used / self.injected if self.injected else 0.0
 
+    @property
+    def rate_label(self) -> str:
+        return charts.shown(self.rate, percent=True)
+
 
 def ledger_daily(*, workspace: Workspace, since: datetime) -> dict[date, LedgerRow]:
     """Injected pairs by the day of their first injection, and how many were then used."""
@@ -133,8 +141,9 @@ def ledger_daily(*, workspace: Workspace, since: datetime) -> dict[date, LedgerR
     return {d: LedgerRow(label=d.isoformat(), injected=n, used=u) for d, n, u in rows}
 
 
-def ledger_by_source(*, workspace: Workspace) -> list[LedgerRow]:
-    """Injected pairs and uses by the memory's source; a forgotten memory counts as 'forgotten'."""
+def ledger_by_source(*, workspace: Workspace, since: datetime | None = None) -> list[LedgerRow]:
+    """Injected pairs (first injected since `since`, if given) and uses by the memory's
+    source; a forgotten memory counts as 'forgotten'."""
     # Raw SQL: as in ledger_daily, joined to the memory for its source.
     sql = (
         _LEDGER_PAIRS
@@ -144,12 +153,34 @@ def ledger_by_source(*, workspace: Workspace) -> list[LedgerRow]:
         LEFT JOIN used u USING (session_id, memory_id)
         LEFT JOIN memories_memory m ON m.id = i.memory_id AND m.workspace_id = %(ws)s
             AND m.forgotten_at IS NULL
+        WHERE %(since)s::timestamptz IS NULL OR i.first_at >= %(since)s
         GROUP BY 1 ORDER BY 2 DESC, 1
     """
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"ws": workspace.pk})
+        cursor.execute(sql, {"ws": workspace.pk, "since": since})
         return [LedgerRow(label=s, injected=n, used=u) for s, n, u in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class MostUsed:
+    memory_id: int
+    events: int  # every ledger mark, injections included
+    uses: int  # the marks that were uses: expanded, recalled, superseded
+
+
+def ledger_most_used(*, workspace: Workspace, limit: int = 20) -> list[MostUsed]:
+    """The ids the model used most, by uses then all marks. Only ids with a use: ranking by
+    all marks put ids injected often and never used here too, beside "never used"."""
+    # Uses index: injection_workspace_idx.
+    rows = (
+        InjectionEvent.objects.filter(workspace=workspace)
+        .values("memory_id")
+        .annotate(n=Count("id"), used=Count("id", filter=~Q(kind=InjectionEvent.Kind.INJECTED)))
+        .filter(used__gt=0)
+        .order_by("-used", "-n", "memory_id")[:limit]
+    )
+    return [MostUsed(memory_id=int(r["memory_id"]), events=r["n"], uses=r["used"]) for r in rows]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ remember. With the exponent -0.5 the real half-life is 3τ: 90 days.
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
 
 SECONDS_PER_DAY = 86400.0
 
@@ -32,6 +32,23 @@ def retention(
     base = (1.0 + elapsed_days / tau) ** -0.5
     boost = 1.0 + 0.5 * math.log2(1 + access_count)
     return min(base * boost, 1.0)
+
+
+def falls_below(
+    *,
+    last_accessed: datetime,
+    access_count: int,
+    source: str,
+    threshold: float,
+    base_tau_days: float = 30.0,
+) -> datetime | None:
+    """When `retention` (unused from now on) drops below `threshold`: the formula solved
+    for Δt. None when it never does (a threshold of 0)."""
+    if threshold <= 0:
+        return None
+    boost = 1.0 + 0.5 * math.log2(1 + access_count)
+    elapsed_days = tau_days(source, base_tau_days) * max((boost / threshold) ** 2 - 1.0, 0.0)
+    return last_accessed + timedelta(days=min(elapsed_days, 365_000))
 
 
 def retention_sql(now_param: str = "%s", tau_param: str = "%s", alias: str = "m") -> str:

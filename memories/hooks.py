@@ -169,7 +169,10 @@ def restore_block(ctx: HookContext) -> Block | None:
         return None
     now = timezone.now()
     pack = selectors.session_pack(
-        workspace=ctx.workspace, minutes=int(knob(ctx.workspace, "restore_minutes")), now=now
+        workspace=ctx.workspace,
+        minutes=int(knob(ctx.workspace, "restore_minutes")),
+        now=now,
+        viewer_id=ctx.session.user_id,
     )
     # A resumed session has what it was given: only what is new since.
     trail, conclusions = _unseen(ctx, pack.trail), _unseen(ctx, pack.conclusions)
@@ -234,7 +237,7 @@ def lessons_block(ctx: HookContext) -> Block | None:
         workspace=ctx.workspace,
         query=query,
         k=k + _room_for_seen(ctx),
-        filters=selectors.MemoryFilters(compartment="lessons"),
+        filters=selectors.MemoryFilters(compartment="lessons", viewer_id=ctx.session.user_id),
         vector=_prompt_vector(ctx, query),
         vector_model=_embedder(ctx).model_id,
     )
@@ -268,7 +271,9 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         workspace=ctx.workspace,
         query=query,
         k=k + _room_for_seen(ctx),
-        filters=selectors.MemoryFilters(exclude_compartments=["lessons"]),
+        filters=selectors.MemoryFilters(
+            exclude_compartments=["lessons"], viewer_id=ctx.session.user_id
+        ),
         vector=lambda: _prompt_vector(ctx, query),
         vector_model=_embedder(ctx).model_id,
         now=now,

@@ -63,6 +63,10 @@ class Memory(models.Model):
     access_count = models.PositiveIntegerField(default=0)
     last_accessed = models.DateTimeField(default=timezone.now)
     pinned = models.BooleanField(default=False)
+    # Private: only its author (`user`) reads it, through any key or the
+    # dashboard; everyone else, owners included, never sees it (filters in
+    # memories.selectors.entries).
+    private = models.BooleanField(default=False)
     # Archive entries of a transient kind expire (core → archive moves).
     expires_at = models.DateTimeField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)

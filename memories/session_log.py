@@ -27,6 +27,7 @@ from memories.dashboard_selectors import (
     memory_access_history,
 )
 from memories.models import InjectionEvent, Memory
+from memories.selectors.entries import visible_to
 
 LEDGER_ROWS = 500  # ids listed with their marks; the rest are counted, not listed
 
@@ -159,6 +160,9 @@ def _block_view(
     text, withheld = core.injected_block_text(
         name=name, text=str(block.get("text", "")), viewer=viewer, session=session
     )
+    if not withheld and _holds_private(_block_ids(block), viewer):
+        # A block that gave its author a private entry reads as theirs alone.
+        text, withheld = "", True
     ranking = Ranking.from_json(block.get("why"))
     return {
         "name": name,
@@ -179,6 +183,16 @@ def _block_view(
             for i in _block_ids(block)
         ],
     }
+
+
+def _holds_private(ids: list[int], viewer: Any) -> bool:
+    if not ids:
+        return False
+    return (
+        Memory.objects.filter(pk__in=ids, private=True)
+        .exclude(visible_to(getattr(viewer, "pk", None)))
+        .exists()
+    )
 
 
 def session_event_view(
@@ -309,7 +323,11 @@ def session_log(
     events = list(events)
     marks = ledger_marks(session=session)
     listed = sorted(marks)[:ledger_rows]
-    memories = memories_by_id(workspace=session.workspace, ids=injected_ids(events) | set(listed))
+    memories = memories_by_id(
+        workspace=session.workspace,
+        ids=injected_ids(events) | set(listed),
+        viewer_id=getattr(viewer, "pk", None),
+    )
     known = set(memories)  # every id shown in a block of these events was looked up
     return SessionLog(
         events=[

@@ -4,7 +4,7 @@ states and the ledger."""
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -13,21 +13,23 @@ from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
+from contexts import charts
 from contexts import dashboard_selectors as dash_selectors
 from contexts.audit import Actor, Origin, audit_list
 from contexts.auth import request_user
 from contexts.dashboard import (
     HtmxHttpRequest,
-    bar_chart,
     daily_points,
     line_diff,
     not_allowed,
     page_of,
+    range_days,
     workspace_for_page,
 )
 from contexts.errors import MemflowError
 from contexts.flowctx import selectors as flowctx_selectors
 from contexts.knobs import knob
+from contexts.models import Workspace
 from contexts.selectors import Access
 from memories import (
     core,
@@ -39,7 +41,7 @@ from memories import (
     session_log,
 )
 from memories import dashboard_selectors as memory_dash
-from memories.decay import retention
+from memories.decay import falls_below, retention
 from memories.forms import (
     SORTS,
     ConsolidateForm,
@@ -55,7 +57,9 @@ from memories.forms import (
 from memories.models import CoreMemory, DedupeEvent, Memory
 
 
-def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilters:
+def _list_filters(
+    data: dict[str, Any], now: datetime, viewer_id: int | None
+) -> selectors.MemoryFilters:
     within, older = data.get("within"), data.get("older")
     return selectors.MemoryFilters(
         compartment=data.get("compartment") or None,
@@ -65,6 +69,7 @@ def _list_filters(data: dict[str, Any], now: datetime) -> selectors.MemoryFilter
         since=now - timedelta(days=int(within)) if within else None,
         until=now - timedelta(days=int(older)) if older else None,
         include_superseded=(data.get("status") or "current") != "current",
+        viewer_id=viewer_id,
         contains=(data.get("substring") or "").strip() or None,
     )
 
@@ -123,7 +128,7 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     query = (data.get("q") or "").strip()
     listing = list_selectors.memory_list_page(
         workspace=workspace,
-        filters=_list_filters(data, now),
+        filters=_list_filters(data, now, request.user.pk),
         query=query,
         status=status,
         sort=sort,
@@ -155,7 +160,9 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             m
             for i, m in sorted(
                 memory_dash.memories_by_id(
-                    workspace=workspace, ids=selected - {r.memory.pk for r in listing.rows}
+                    workspace=workspace,
+                    ids=selected - {r.memory.pk for r in listing.rows},
+                    viewer_id=request.user.pk,
                 ).items()
             )
         ],
@@ -168,20 +175,44 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     )
 
 
-def _decay_curve(memory: Memory, tau: float) -> str:
-    """SVG points of retention over the next 365 days, if nothing touches it."""
-    now = timezone.now()
-    points = []
-    for day in range(0, 366, 5):
-        r = retention(
-            last_accessed=memory.last_accessed,
-            access_count=memory.access_count,
-            source=memory.source,
-            now=now + timedelta(days=day),
-            base_tau_days=tau,
-        )
-        points.append(f"{day * 300 / 365:.1f},{(1 - r) * 100:.1f}")
-    return " ".join(points)
+DECAY_AHEAD_DAYS = 365
+DECAY_MARKS = 500  # the newest ledger marks pinned on the decay chart's time axis
+
+
+def _decay_chart(memory: Memory, workspace: Workspace, now: datetime) -> dict[str, Any]:
+    """Retention from the last access to a year ahead, by the ranking's own formula,
+    with the memory's ledger marks on the time axis and the cleanup threshold."""
+    tau = float(knob(workspace, "decay_tau_days"))
+    valuable = memory.source in ("model", "import")
+    threshold = float(
+        knob(workspace, "cleanup_threshold_valuable" if valuable else "cleanup_threshold")
+    )
+    start, end = memory.last_accessed, now + timedelta(days=DECAY_AHEAD_DAYS)
+    steps = 120
+    moments = sorted({start + (end - start) * i / steps for i in range(steps + 1)} | {now})
+    samples = [
+        (t, retention(last_accessed=memory.last_accessed, access_count=memory.access_count,
+                      source=memory.source, now=t, base_tau_days=tau))
+        for t in moments
+    ]  # fmt: skip
+    marks = memory_dash.memory_access_history(workspace=workspace, memory=memory)[:DECAY_MARKS]
+    chart = charts.line_chart(
+        samples,
+        now=now,
+        marks=[(m.at, f"{m.kind} {m.at:%Y-%m-%d %H:%M} UTC", m.kind) for m in marks],
+        threshold=None if memory.pinned else threshold,
+    )
+    below = falls_below(
+        last_accessed=memory.last_accessed, access_count=memory.access_count,
+        source=memory.source, threshold=threshold, base_tau_days=tau,
+    )  # fmt: skip
+    return {
+        "chart": chart,
+        "threshold": threshold,
+        "below": below,
+        "below_passed": below is not None and below <= now,
+        "marks": len(marks),
+    }
 
 
 def _chain(memory: Memory) -> list[Memory]:
@@ -221,10 +252,14 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
     if refused := not_allowed(request, "GET", "HEAD"):
         return refused
     try:
-        memory = selectors.memory_get(workspace=workspace, memory_id=memory_id, forgotten=True)
+        memory = selectors.memory_get(
+            workspace=workspace, memory_id=memory_id, forgotten=True, viewer_id=request.user.pk
+        )
     except MemflowError:
         purged = audit_list(workspace=workspace, target=f"memory:{memory_id}")
-        if not purged.exists():
+        # Someone else's private entry is not purged, and its trail keeps texts.
+        hidden = Memory.objects.filter(workspace=workspace, pk=memory_id).exists()
+        if hidden or not purged.exists():
             raise Http404("No such memory.") from None
         # Purged: the row is gone, its audit rows (without the texts) say what happened.
         return render(
@@ -259,10 +294,14 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
             now=now,
             base_tau_days=tau,
         ),
-        "curve": _decay_curve(memory, tau),
-        "chain": _chain(memory),
-        "evidence": Memory.objects.filter(conclusion_links__conclusion=memory),
-        "conclusions": Memory.objects.filter(evidence_links__evidence=memory),
+        "decay": _decay_chart(memory, workspace, now),
+        "chain": [m for m in _chain(memory) if selectors.is_visible(m, request.user.pk)],
+        "evidence": Memory.objects.filter(
+            selectors.visible_to(request.user.pk), conclusion_links__conclusion=memory
+        ),
+        "conclusions": Memory.objects.filter(
+            selectors.visible_to(request.user.pk), evidence_links__evidence=memory
+        ),
         "folds": DedupeEvent.objects.filter(memory=memory).order_by("-created_at")[:20],
         "access": memory_dash.memory_access_summary(workspace=workspace, memory=memory),
         "history": history,
@@ -285,7 +324,9 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
     if request.method != "POST":  # checked after access, so outsiders see 404, not 405
         return HttpResponseNotAllowed(["POST"])
     try:
-        memory = selectors.memory_get(workspace=workspace, memory_id=memory_id, forgotten=True)
+        memory = selectors.memory_get(
+            workspace=workspace, memory_id=memory_id, forgotten=True, viewer_id=request.user.pk
+        )
     except MemflowError:
         raise Http404("No such memory.") from None
     user = request_user(request)
@@ -324,6 +365,14 @@ def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: s
             services.memory_pin(memory=memory, pinned=not memory.pinned)
             messages.success(
                 request, "Pinned: cleanup never removes it." if not memory.pinned else "Unpinned."
+            )
+        elif action == "private":
+            services.memory_set_private(
+                workspace=workspace, memory=memory, private=not memory.private, actor=actor
+            )
+            messages.success(
+                request,
+                "Private: only you see it." if memory.private else "Shared with the workspace.",
             )
         elif action == "forget":
             reason = ForgetForm(request.POST)
@@ -578,37 +627,42 @@ def state_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 
 # --- the ledger -------------------------------------------------------------------------------
 
-LEDGER_DAYS = 30
-
 
 @login_required
 def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     workspace, membership = workspace_for_page(request, slug)
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])
-    today, start = dash_selectors.recent_days(days=LEDGER_DAYS)
+    days, ranges = range_days(request)
+    today, start = dash_selectors.recent_days(days=days)
     daily = memory_dash.ledger_daily(workspace=workspace, since=start)
-    days = [label for label, _ in daily_points({}, days=LEDGER_DAYS, today=today)]
     rows = [
-        daily.get(date.fromisoformat(d)) or memory_dash.LedgerRow(label=d, injected=0, used=0)
-        for d in days
+        (day, daily.get(day) or memory_dash.LedgerRow(label=day.isoformat(), injected=0, used=0))
+        for day, _ in daily_points({}, days=days, today=today)
     ]
-    summary = selectors.ledger_summary(workspace=workspace, top=20)
+    summary = selectors.ledger_summary(workspace=workspace, top=0)
+    hottest = memory_dash.ledger_most_used(workspace=workspace, limit=20)
     never = memory_dash.ledger_never_used(workspace=workspace, limit=20)
     texts = memory_dash.memories_by_id(
         workspace=workspace,
-        ids=[h["memory_id"] for h in summary["hottest"]] + [n.memory_id for n in never],
+        ids=[h.memory_id for h in hottest] + [n.memory_id for n in never],
+        viewer_id=request.user.pk,
     )
+    by_source = memory_dash.ledger_by_source(workspace=workspace, since=start)
     context = {
         "workspace": workspace,
         "membership": membership,
-        "days": LEDGER_DAYS,
+        "days": days,
+        "ranges": ranges,
         "summary": summary,
-        "daily_rows": [r for r in rows if r.injected],
-        "injected_chart": bar_chart([(r.label, float(r.injected)) for r in rows]),
-        "rate_chart": bar_chart([(r.label, r.rate) for r in rows], unit="%", ceiling=1.0),
-        "by_source": memory_dash.ledger_by_source(workspace=workspace),
-        "hottest": [(h, texts.get(h["memory_id"])) for h in summary["hottest"]],
+        "daily_rows": [r for _, r in rows if r.injected],
+        "injected_chart": charts.bar_chart([(d, float(r.injected)) for d, r in rows]),
+        "rate_chart": charts.bar_chart([(d, r.rate) for d, r in rows], percent=True),
+        "by_source": by_source,
+        "source_chart": charts.rate_chart(
+            [(r.label, r.rate, f"{r.used} of {r.injected} used") for r in by_source]
+        ),
+        "hottest": [(h, texts.get(h.memory_id)) for h in hottest],
         "never_used": [(n, texts.get(n.memory_id)) for n in never],
     }
     return render(request, "memories/ledger_detail.html", context)
@@ -620,8 +674,6 @@ def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 
 # --- overview -------------------------------------------------------------------------------
 
-GROWTH_DAYS = 30
-
 
 @login_required
 def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
@@ -629,14 +681,15 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if refused := not_allowed(request, "GET", "HEAD"):
         return refused
     now = timezone.now()
-    today, start = dash_selectors.recent_days(days=GROWTH_DAYS, now=now)
+    days, ranges = range_days(request)
+    today, start = dash_selectors.recent_days(days=days, now=now)
     stats = selectors.memory_stats(workspace=workspace, now=now)
     created = memory_dash.memory_daily_counts(workspace=workspace, since=start)
     running = memory_dash.memory_count_before(workspace=workspace, before=start)
     cumulative = []
-    for label, n in daily_points(created, days=GROWTH_DAYS, today=today):
+    for day, n in daily_points(created, days=days, today=today):
         running += int(n)
-        cumulative.append((label, float(running)))
+        cumulative.append((day, float(running)))
     sessions = dash_selectors.session_daily_counts(workspace=workspace, since=start)
     core_view = core.core_view(scope=CoreMemory.Scope.WORKSPACE, user=None, workspace=workspace)
     context = {
@@ -645,16 +698,21 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "stats": stats,
         "counts": dash_selectors.workspace_counts(workspace=workspace),
         "core_view": core_view,
-        "days": GROWTH_DAYS,
-        "created_chart": bar_chart(daily_points(created, days=GROWTH_DAYS, today=today)),
-        "total_chart": bar_chart(cumulative),
-        "sessions_chart": bar_chart(daily_points(sessions, days=GROWTH_DAYS, today=today)),
+        "days": days,
+        "ranges": ranges,
+        "created_chart": charts.bar_chart(daily_points(created, days=days, today=today)),
+        "total_chart": charts.bar_chart(cumulative),
+        "sessions_chart": charts.bar_chart(daily_points(sessions, days=days, today=today)),
         "created_in_window": sum(created.values()),
         "sessions_in_window": sum(sessions.values()),
         "ledger": selectors.ledger_summary(workspace=workspace, top=5),
         "recent_sessions": dash_selectors.session_list_annotated(workspace=workspace)[:8],
-        "conflicts": selectors.memory_conflict_clusters(workspace=workspace, limit=10),
-        "fading": selectors.memory_fading(workspace=workspace, limit=10, now=now),
+        "conflicts": selectors.memory_conflict_clusters(
+            workspace=workspace, limit=10, viewer_id=request.user.pk
+        ),
+        "fading": selectors.memory_fading(
+            workspace=workspace, limit=10, now=now, viewer_id=request.user.pk
+        ),
     }
     return render(request, "contexts/workspace_overview.html", context)
 
@@ -664,6 +722,24 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 EVENTS_PER_PAGE = 100
 LEDGER_ROWS = 500  # a session's ledger table; the rest is counted, not listed
 PAYLOAD_CHARS = 20_000
+
+
+def _tree_spans(items: list[dash_selectors.TreeNode]) -> list[charts.Span]:
+    """The summary forest as the chart's spans: turns across, depth up."""
+    return [
+        charts.Span(
+            key=item.node.node_id,
+            start=item.node.start_turn,
+            end=item.node.end_turn,
+            level=item.node.depth,
+            title=f"{item.node.node_id}: turns {item.node.start_turn} to {item.node.end_turn}, "
+            f"depth {item.node.depth}, ~{item.node.tokens} tokens folded"
+            + (", active" if item.node.is_active else ""),
+            active=item.node.is_active,
+            children=_tree_spans(item.children),
+        )
+        for item in items
+    ]
 
 
 def _payload_json(payload: Any) -> str:
@@ -697,6 +773,7 @@ def session_detail(request: HtmxHttpRequest, slug: str, session_id: int) -> Http
         if view["payload"] is not None:
             view["json"] = _payload_json(view["payload"])
     projections = flowctx_selectors.session_projections(session=session)
+    tree = dash_selectors.summary_tree(session=session)
     refs = [  # each original beside what the model was offered in its place
         {"ref": ref, "projection": projections.get(ref.sha256)}
         for ref in dash_selectors.session_compression_refs(session=session)
@@ -713,7 +790,8 @@ def session_detail(request: HtmxHttpRequest, slug: str, session_id: int) -> Http
         "ledger_ids": log.ledger_ids,
         "ledger_unlisted": log.ledger_ids - len(log.ledger),
         "refs": refs,
-        "tree": dash_selectors.summary_tree(session=session),
+        "tree": tree,
+        "tree_chart": charts.tree_chart(_tree_spans(tree)),
         "scratchpad": flowctx_selectors.scratchpad_get(session=session),
         "now": timezone.now(),
     }

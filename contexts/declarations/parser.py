@@ -116,64 +116,26 @@ def parse_declaration(text: str, *, path: str | None = None) -> ParsedDeclaratio
 
 
 def _parse_mapping(text: str) -> list[_Entry]:
-    raw = text.encode("utf-8", "surrogatepass")
-    if len(raw) > MAX_DECLARATION_BYTES:
-        raise DeclarationError(
-            f"a declaration may have at most {MAX_DECLARATION_BYTES} bytes",
-            line=raw[:MAX_DECLARATION_BYTES].count(b"\n") + 1,
-        )
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     entries: list[_Entry] = []
     seen: dict[str, int] = {}
     key_indent: int | None = None
     item_indent: int | None = None
     started = False
     ended = False
-    for number, line in enumerate(lines, start=1):
-        bad = _NON_PRINTABLE.search(line)
-        if bad:
-            raise DeclarationError(
-                f"control character U+{ord(bad.group()):04X} is not allowed", line=number
-            )
-        content = line.lstrip(" ")
-        indent = len(line) - len(content)
-        if content[:1] == "\t":
-            raise DeclarationError("tabs cannot indent YAML; use spaces", line=number)
+    for number, line in enumerate(_lines(text), start=1):
+        content, indent = _content(line, number)
         if not content or content.startswith("#"):
             continue
         if ended:
             raise DeclarationError("a declaration holds one YAML document", line=number)
-        if indent == 0 and _is_marker(content, "---"):
-            if started:
-                raise DeclarationError("a declaration holds one YAML document", line=number)
-            if content[3:].strip(_BLANK) and not content[3:].strip(_BLANK).startswith("#"):
-                raise DeclarationError("nothing may follow '---' on its line", line=number)
-            started = True
+        marker = _document_marker(content, number, started=started) if indent == 0 else None
+        if marker is not None:
+            started, ended = True, marker == "..."
             continue
-        if indent == 0 and _is_marker(content, "..."):
-            if not started:
-                raise DeclarationError("'...' ends a document that has not begun", line=number)
-            _expect_end(content, 3, number)
-            ended = True
-            continue
-        if indent == 0 and content.startswith("%"):
-            raise DeclarationError("YAML directives are not supported", line=number)
         started = True
         current = entries[-1] if entries else None
         if content == "-" or content.startswith(("- ", "-\t")):
-            if current is None or not current.block:
-                raise DeclarationError("a list item must follow a 'key:' line", line=number)
-            assert key_indent is not None
-            if indent < key_indent:
-                raise DeclarationError("this list item is indented less than its key", line=number)
-            if item_indent is None:
-                item_indent = indent
-            elif indent != item_indent:
-                raise DeclarationError("list items must all start in the same column", line=number)
-            assert current.items is not None
-            current.items.append(_block_item(content, number))
+            item_indent = _add_item(current, content, number, indent, key_indent, item_indent)
             continue
         if key_indent is None:
             key_indent = indent
@@ -200,6 +162,71 @@ def _parse_mapping(text: str) -> list[_Entry]:
     if entries and entries[-1].block and not entries[-1].items:
         entries[-1].items = None
     return entries
+
+
+def _lines(text: str) -> list[str]:
+    """The declaration's lines, once it is known not to be too long; a BOM is dropped."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_DECLARATION_BYTES:
+        raise DeclarationError(
+            f"a declaration may have at most {MAX_DECLARATION_BYTES} bytes",
+            line=raw[:MAX_DECLARATION_BYTES].count(b"\n") + 1,
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _content(line: str, number: int) -> tuple[str, int]:
+    """(the line after its indentation, the indentation), for a line YAML allows."""
+    bad = _NON_PRINTABLE.search(line)
+    if bad:
+        raise DeclarationError(
+            f"control character U+{ord(bad.group()):04X} is not allowed", line=number
+        )
+    content = line.lstrip(" ")
+    if content[:1] == "\t":
+        raise DeclarationError("tabs cannot indent YAML; use spaces", line=number)
+    return content, len(line) - len(content)
+
+
+def _document_marker(content: str, number: int, *, started: bool) -> str | None:
+    """`---` or `...` when the unindented line is one (and may be there), else None."""
+    if _is_marker(content, "---"):
+        if started:
+            raise DeclarationError("a declaration holds one YAML document", line=number)
+        if content[3:].strip(_BLANK) and not content[3:].strip(_BLANK).startswith("#"):
+            raise DeclarationError("nothing may follow '---' on its line", line=number)
+        return "---"
+    if _is_marker(content, "..."):
+        if not started:
+            raise DeclarationError("'...' ends a document that has not begun", line=number)
+        _expect_end(content, 3, number)
+        return "..."
+    if content.startswith("%"):
+        raise DeclarationError("YAML directives are not supported", line=number)
+    return None
+
+
+def _add_item(
+    current: _Entry | None,
+    content: str,
+    number: int,
+    indent: int,
+    key_indent: int | None,
+    item_indent: int | None,
+) -> int:
+    """Add a `- item` line to the key above it; the column its list's items start in."""
+    if current is None or not current.block:
+        raise DeclarationError("a list item must follow a 'key:' line", line=number)
+    assert key_indent is not None
+    if indent < key_indent:
+        raise DeclarationError("this list item is indented less than its key", line=number)
+    if item_indent is not None and indent != item_indent:
+        raise DeclarationError("list items must all start in the same column", line=number)
+    assert current.items is not None
+    current.items.append(_block_item(content, number))
+    return indent
 
 
 def _is_marker(content: str, marker: str) -> bool:

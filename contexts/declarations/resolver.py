@@ -635,81 +635,86 @@ def _assembly_from_json(data: Any) -> Assembly:
         )
         for i, d in enumerate(_dicts(obj.get("declarations", []), "declarations"))
     )
-    sections = []
-    for i, s in enumerate(_dicts(obj.get("sections", []), "sections")):
-        where = f"sections[{i}]"
-        text = _str(s.get("text"), f"{where}.text", empty=True)
-        sha = _sha(s.get("sha256"), f"{where}.sha256")
-        if sha != sha256_text(text):
-            raise ValueError(f"{where}.sha256: does not match the section's text")
-        order = s.get("order")
-        if isinstance(order, bool) or not isinstance(order, int):
-            raise ValueError(f"{where}.order: must be a whole number")
-        kind = s.get("kind", "identity")
-        if kind not in ("identity", "params"):
-            raise ValueError(f"{where}.kind: must be 'identity' or 'params'")
-        source = s.get("source")
-        sections.append(
-            Section(
-                name=_str(s.get("name"), f"{where}.name"),
-                order=order,
-                kind=kind,
-                text=text,
-                source=None if source is None else _str(source, f"{where}.source"),
-                display=_str(s.get("display", source or ""), f"{where}.display", empty=True),
-                origin=_str(s.get("origin", "declaration"), f"{where}.origin"),
-                sha256=sha,
-            )
-        )
+    sections = tuple(
+        _section_from_json(s, f"sections[{i}]")
+        for i, s in enumerate(_dicts(obj.get("sections", []), "sections"))
+    )
     preload = None
     if obj.get("preload") is not None:
-        p = _dict(obj["preload"], "preload")
-        text = _str(p.get("text"), "preload.text")
-        sha = _sha(p.get("sha256"), "preload.sha256")
-        if sha != sha256_text(text):
-            raise ValueError("preload.sha256: does not match the preload text")
-        files = []
-        for i, f in enumerate(_dicts(p.get("files", []), "preload.files")):
-            where = f"preload.files[{i}]"
-            file_sha = _sha(f.get("sha256"), f"{where}.sha256")
-            content = f.get("content")
-            if (
-                content is not None
-                and sha256_text(_str(content, f"{where}.content", empty=True)) != file_sha
-            ):
-                raise ValueError(f"{where}.sha256: does not match the file's content")
-            size = f.get("bytes", 0)
-            sent = f.get("sent_bytes", size)
-            if not all(
-                isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (size, sent)
-            ):
-                raise ValueError(f"{where}: bytes and sent_bytes are whole numbers")
-            files.append(
-                PreloadFile(
-                    path=_str(f.get("path"), f"{where}.path"),
-                    display=_str(f.get("display", f.get("path")), f"{where}.display"),
-                    origin=_str(f.get("origin", "declaration"), f"{where}.origin"),
-                    sha256=file_sha,
-                    bytes=size,
-                    sent_bytes=sent,
-                    limited=bool(f.get("limited", False)),
-                )
-            )
-        left_out = tuple(
-            _str(item, f"preload.left_out[{i}]")
-            for i, item in enumerate(_list(p.get("left_out", []), "preload.left_out"))
-        )
-        preload = Preload(text=text, sha256=sha, files=tuple(files), left_out=left_out)
+        preload = _preload_from_json(_dict(obj["preload"], "preload"))
     return Assembly(
         directory=normalize_path(directory),
         declarations=declarations,
-        sections=tuple(sections),
+        sections=sections,
         preload=preload,
         notes=tuple(_str(n, "notes[]", empty=True) for n in _list(obj.get("notes", []), "notes")),
         warnings=tuple(
             _str(w, "warnings[]", empty=True) for w in _list(obj.get("warnings", []), "warnings")
         ),
         suppressed=bool(obj.get("suppressed", False)),
+    )
+
+
+def _section_from_json(s: dict[str, Any], where: str) -> Section:
+    text = _str(s.get("text"), f"{where}.text", empty=True)
+    sha = _sha(s.get("sha256"), f"{where}.sha256")
+    if sha != sha256_text(text):
+        raise ValueError(f"{where}.sha256: does not match the section's text")
+    order = s.get("order")
+    if isinstance(order, bool) or not isinstance(order, int):
+        raise ValueError(f"{where}.order: must be a whole number")
+    kind = s.get("kind", "identity")
+    if kind not in ("identity", "params"):
+        raise ValueError(f"{where}.kind: must be 'identity' or 'params'")
+    source = s.get("source")
+    return Section(
+        name=_str(s.get("name"), f"{where}.name"),
+        order=order,
+        kind=kind,
+        text=text,
+        source=None if source is None else _str(source, f"{where}.source"),
+        display=_str(s.get("display", source or ""), f"{where}.display", empty=True),
+        origin=_str(s.get("origin", "declaration"), f"{where}.origin"),
+        sha256=sha,
+    )
+
+
+def _preload_from_json(p: dict[str, Any]) -> Preload:
+    text = _str(p.get("text"), "preload.text")
+    sha = _sha(p.get("sha256"), "preload.sha256")
+    if sha != sha256_text(text):
+        raise ValueError("preload.sha256: does not match the preload text")
+    files = tuple(
+        _preload_file_from_json(f, f"preload.files[{i}]")
+        for i, f in enumerate(_dicts(p.get("files", []), "preload.files"))
+    )
+    left_out = tuple(
+        _str(item, f"preload.left_out[{i}]")
+        for i, item in enumerate(_list(p.get("left_out", []), "preload.left_out"))
+    )
+    return Preload(text=text, sha256=sha, files=files, left_out=left_out)
+
+
+def _preload_file_from_json(f: dict[str, Any], where: str) -> PreloadFile:
+    file_sha = _sha(f.get("sha256"), f"{where}.sha256")
+    content = f.get("content")
+    if (
+        content is not None
+        and sha256_text(_str(content, f"{where}.content", empty=True)) != file_sha
+    ):
+        raise ValueError(f"{where}.sha256: does not match the file's content")
+    size = f.get("bytes", 0)
+    sent = f.get("sent_bytes", size)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (size, sent)):
+        raise ValueError(f"{where}: bytes and sent_bytes are whole numbers")
+    return PreloadFile(
+        path=_str(f.get("path"), f"{where}.path"),
+        display=_str(f.get("display", f.get("path")), f"{where}.display"),
+        origin=_str(f.get("origin", "declaration"), f"{where}.origin"),
+        sha256=file_sha,
+        bytes=size,
+        sent_bytes=sent,
+        limited=bool(f.get("limited", False)),
     )
 
 

@@ -252,17 +252,7 @@ def loggable(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
-    if event not in EVENTS and event not in FAILURE_ALIASES:
-        raise NotFound(
-            f"Unknown hook event {event!r}; use one of {', '.join(EVENTS)}.", code="unknown_event"
-        )
-    if not isinstance(payload, dict):
-        raise Invalid("A hook body is the harness's JSON object.", code="invalid_payload")
-    event, tool_failed = canonical_event(event, payload)
-    if tool_failed and "hook_event_name" not in payload:
-        # Posted to the failure endpoint by a harness that does not name its
-        # events: flagged the way the note and skill readers recognise.
-        payload = {**payload, "is_error": True}
+    event, payload, tool_failed = _checked_event(event, payload)
     session_id = _string(payload, "session_id", "sessionId")
     if not session_id:
         raise Invalid("The hook JSON has no session_id.", code="session_id_required")
@@ -276,29 +266,16 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
         # E.g. the prompt's embedding, computed while the session is recorded.
         for entry in starters_for(event):
             _guarded(entry.name, entry.fn, workspace, prompt, cache)
-    with transaction.atomic():
-        new_session = AgentSession(
-            workspace=workspace,
-            user=user,
-            external_id=session_id[:200],
-            app=app[:64],
-            cwd=_string(payload, "cwd"),
-            device=_string(payload, "device")[:200],
-            params=redact_json(env) if isinstance(env := payload.get("env"), dict) else {},
-        )
-        session, created = _session_turn(new_session, turn=event == "user-prompt")
-        SessionEvent.objects.create(
-            session=session,
-            kind=event,
-            # Kept whole, unknown fields included, but never a credential: the
-            # log is shown in the dashboard and exported.
-            payload=redact_json(logged := loggable(payload)),
-            turn=max(session.turns, 1),
-            tokens=int(event_tokens(logged)),
-        )
-        if event == "session-end" and session.ended_at is None:
-            AgentSession.objects.filter(pk=session.pk).update(ended_at=now)
-
+    new_session = AgentSession(
+        workspace=workspace,
+        user=user,
+        external_id=session_id[:200],
+        app=app[:64],
+        cwd=_string(payload, "cwd"),
+        device=_string(payload, "device")[:200],
+        params=redact_json(env) if isinstance(env := payload.get("env"), dict) else {},
+    )
+    session, created = _record_event(new_session, event, payload, now)
     ctx = HookContext(
         event=event,
         workspace=workspace,
@@ -320,22 +297,69 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
 
     for entry in observers_for(event):
         _guarded(entry.name, entry.fn, ctx)
+    blocks = _provided_blocks(ctx)
+    _inject(ctx, blocks)
+    return HookOutcome(context=ctx, blocks=blocks)
+
+
+def _checked_event(event: str, payload: Any) -> tuple[str, dict[str, Any], bool]:
+    """(canonical event, payload, whether the tool failed), or the error a caller gets."""
+    if event not in EVENTS and event not in FAILURE_ALIASES:
+        raise NotFound(
+            f"Unknown hook event {event!r}; use one of {', '.join(EVENTS)}.", code="unknown_event"
+        )
+    if not isinstance(payload, dict):
+        raise Invalid("A hook body is the harness's JSON object.", code="invalid_payload")
+    event, tool_failed = canonical_event(event, payload)
+    if tool_failed and "hook_event_name" not in payload:
+        # Posted to the failure endpoint by a harness that does not name its
+        # events: flagged the way the note and skill readers recognise.
+        payload = {**payload, "is_error": True}
+    return event, payload, tool_failed
+
+
+def _record_event(
+    new_session: AgentSession, event: str, payload: dict[str, Any], now: datetime
+) -> tuple[AgentSession, bool]:
+    """The session (found, or `new_session` created) with this event in its log."""
+    with transaction.atomic():
+        session, created = _session_turn(new_session, turn=event == "user-prompt")
+        SessionEvent.objects.create(
+            session=session,
+            kind=event,
+            # Kept whole, unknown fields included, but never a credential: the
+            # log is shown in the dashboard and exported.
+            payload=redact_json(logged := loggable(payload)),
+            turn=max(session.turns, 1),
+            tokens=int(event_tokens(logged)),
+        )
+        if event == "session-end" and session.ended_at is None:
+            AgentSession.objects.filter(pk=session.pk).update(ended_at=now)
+    return session, created
+
+
+def _provided_blocks(ctx: HookContext) -> list[Block]:
+    """What the providers add for this event, in order, less what the session has seen."""
     blocks: list[Block] = []
-    for entry in providers_for(event):
+    for entry in providers_for(ctx.event):
         produced = _guarded(entry.name, entry.fn, ctx)
         if isinstance(produced, Block):
             blocks.append(produced)
         elif produced:
             blocks.extend(b for b in produced if isinstance(b, Block))
-    blocks = only_new(
+    return only_new(
         sorted((b for b in blocks if b.text), key=lambda b: (b.order, b.name)), ctx.seen
     )
-    outcome = HookOutcome(context=ctx, blocks=blocks)
-    # What was injected, and what follows from it (the ledger, rehearsal),
-    # commits once: each is a savepoint of one transaction rather than a
-    # commit, and a wait for the disk, of its own. The capture runs beside
-    # it on a connection of its own when it can.
-    observers = injection_observers(event)
+
+
+def _inject(ctx: HookContext, blocks: list[Block]) -> None:
+    """Record what was injected and run what follows from it (the ledger, rehearsal).
+
+    It commits once: each is a savepoint of one transaction rather than a
+    commit, and a wait for the disk, of its own. The capture runs beside it
+    on a connection of its own when it can.
+    """
+    observers = injection_observers(ctx.event)
     started = {e.name: _start_beside(e, ctx, blocks) for e in observers if e.beside}
     try:
         with transaction.atomic():
@@ -348,7 +372,6 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
         # Only once this transaction is over: a side transaction waiting for
         # a lock it holds would otherwise wait for ever.
         wait([f for f in started.values() if f is not None])
-    return outcome
 
 
 def _start_beside(entry: Entry, ctx: HookContext, blocks: list[Block]) -> Future[None] | None:

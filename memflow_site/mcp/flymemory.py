@@ -30,18 +30,16 @@ from memflow_site.porting.flymemory import split_tags
 from memories import rendering, selectors, services
 from memories.api import (
     AutoApi,
-    CleanupApi,
-    ConflictsApi,
-    ConsolidateApi,
     MemoryDetailApi,
     MemoryListCreateApi,
     MemorySupersedeApi,
     RecallInputSerializer,
-    SessionPackApi,
     memory_json,
     remember_json,
 )
 from memories.models import InjectionEvent, Memory
+from memories.triage_api import ConflictsApi
+from memories.upkeep_api import CleanupApi, ConsolidateApi, SessionPackApi
 
 _OUTCOME_LABELS = {"created": "NEW", "strengthened": "STRENGTHENED", "merged": "MERGED"}
 
@@ -110,7 +108,7 @@ def _recall(
         workspace=call.workspace,
         session=call.session(values.get("session", ""), create=bool(values.get("inject"))),
         values=values,
-        filters=filters,
+        filters=dataclasses.replace(filters, viewer_id=call.user.pk),
     )
 
 
@@ -134,12 +132,14 @@ async def flymemory_remember(
     state_key: str = "",
     state_value: str = "",
     session_id: str = "",
+    private: bool = False,
+    ttl: str = "",
 ) -> CallToolResult:
     """Store a finding or decision (declarative, third person). A near-duplicate
     strengthens the existing entry. Lessons: compartment="lessons", starting with
     their trigger words. tags: a list or comma-separated ("comp:X", "app:X" set
     compartment, app). state_key + state_value: an entity's value; a new value
-    supersedes the current one.
+    supersedes the current one. private: only you see it. ttl: "7d", "12h", seconds.
     """
 
     def body(call: Call) -> Answer:
@@ -158,6 +158,8 @@ async def flymemory_remember(
                 "app": app or call.app,
                 "metadata": {"tags": tag_list} if tag_list else {},
                 "session": session_id,
+                "private": private,
+                "ttl": ttl,
             },
         )
         session = call.session(session_id)
@@ -332,7 +334,9 @@ async def flymemory_get_memory(
 
     def body(call: Call) -> Answer:
         params = validated(MemoryDetailApi.GetParams, {"session": session_id})
-        memory = selectors.memory_get(workspace=call.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=call.workspace, memory_id=memory_id, viewer_id=call.user.pk
+        )
         services.ledger_record(
             workspace=call.workspace,
             session=call.session(params.validated_data.get("session", "")),
@@ -370,10 +374,14 @@ async def flymemory_supersede(
         if text:
             values["text"] = text
         data: dict[str, Any] = validated(MemorySupersedeApi.InputSerializer, values).validated_data
-        memory = selectors.memory_get(workspace=call.workspace, memory_id=old_memory_id)
+        memory = selectors.memory_get(
+            workspace=call.workspace, memory_id=old_memory_id, viewer_id=call.user.pk
+        )
         by = None
         if data.get("by") is not None:
-            by = selectors.memory_get(workspace=call.workspace, memory_id=data["by"])
+            by = selectors.memory_get(
+                workspace=call.workspace, memory_id=data["by"], viewer_id=call.user.pk
+            )
         session = call.session(data.get("session", ""))
         successor = services.memory_supersede(
             workspace=call.workspace,
@@ -523,7 +531,10 @@ async def flymemory_find_conflicts(
         if not 1 <= limit <= 200:
             raise Invalid("limit is between 1 and 200.", code="invalid")
         conflicts = selectors.memory_conflicts(
-            workspace=call.workspace, threshold=params["threshold"], limit=limit
+            workspace=call.workspace,
+            threshold=params["threshold"],
+            limit=limit,
+            viewer_id=call.user.pk,
         )
         now = timezone.now()
         if conflicts:
@@ -553,9 +564,15 @@ async def flymemory_insights(
         if not 1 <= limit <= 200:
             raise Invalid("limit is between 1 and 200.", code="invalid")
         now = timezone.now()
-        conflicts = selectors.memory_conflicts(workspace=call.workspace, limit=limit)
+        conflicts = selectors.memory_conflicts(
+            workspace=call.workspace, limit=limit, viewer_id=call.user.pk
+        )
         fading = selectors.memory_fading(
-            workspace=call.workspace, below=decay_threshold, limit=limit, now=now
+            workspace=call.workspace,
+            below=decay_threshold,
+            limit=limit,
+            now=now,
+            viewer_id=call.user.pk,
         )
         lines = [f"CONTRADICTION CANDIDATES: {len(conflicts)}"]
         lines += [_conflict_line(c, 60) for c in conflicts]
@@ -581,7 +598,9 @@ async def flymemory_forget(ctx: Context, memory_id: int) -> CallToolResult:
     restore it from the dashboard for a while."""
 
     def body(call: Call) -> Answer:
-        memory = selectors.memory_get(workspace=call.workspace, memory_id=memory_id)
+        memory = selectors.memory_get(
+            workspace=call.workspace, memory_id=memory_id, viewer_id=call.user.pk
+        )
         text = memory.text
         services.memory_forget(workspace=call.workspace, memory=memory, actor=_actor(call))
         return Answer(
@@ -641,7 +660,9 @@ async def flymemory_session_pack(ctx: Context, minutes: float = 180) -> CallTool
             SessionPackApi.Params, {"minutes": round(minutes)}
         ).validated_data
         now = timezone.now()
-        pack = selectors.session_pack(workspace=call.workspace, minutes=values["minutes"], now=now)
+        pack = selectors.session_pack(
+            workspace=call.workspace, minutes=values["minutes"], now=now, viewer_id=call.user.pk
+        )
 
         def entry(m: Memory) -> dict[str, Any]:
             return {

@@ -19,12 +19,13 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool as MCPTool
 
-from memflow_site.mcp import core, flowctx, flymemory, skills
+from memflow_site.mcp import core, flowctx, flymemory, skills, triage
 from memflow_site.mcp.caller import SCOPE_KEY, Caller
 from memflow_site.mcp.profiles import DEFAULT_PROFILE, PROFILES
 
 TOOLS: tuple[Callable[..., Any], ...] = (
     *flymemory.TOOLS,
+    *triage.TOOLS,
     *core.TOOLS,
     *flowctx.TOOLS,
     *skills.TOOLS,

@@ -507,57 +507,81 @@ def _conclusions(
                 f"evidence links dropped: {len(evidence)} of its evidence entries "
                 f"{record.evidence_ids} were imported",
             )
-            single = remember_incoming(
-                workspace=workspace,
-                user=user,
-                fmt=FORMAT,
-                incoming=[
-                    Incoming(
-                        key=record.key,
-                        label=record.label,
-                        item=_input(record, source="consolidation"),
-                        last_accessed=_when(record.last_accessed),
-                        access_count=record.access_count,
-                    )
-                ],
-                report=report,
-                bar=Progress(enabled=False, label=""),
+            _conclusion_alone(
+                workspace=workspace, user=user, record=record, stored=stored, report=report
             )
-            stored.pks.update(single.pks)
-            stored.created |= single.created
             continue
-        item = _input(record, source="consolidation")
         try:
-            # The conclusion and its ledger key commit together: killed between
-            # the two, the next run would not know it and consolidate it again.
-            with transaction.atomic():
-                memory = services.memory_consolidate(
-                    workspace=workspace,
-                    ids=evidence,
-                    conclusion=item.text,
-                    compartment=item.compartment,
-                    user=user,
-                    app=item.app,
-                )
-                created = _when(record.began) or memory.created_at
-                history_restore(
-                    workspace=workspace,
-                    pk=memory.pk,
-                    created_at=created,
-                    valid_from=created,
-                    last_accessed=_when(record.last_accessed) or created,
-                    access_count=record.access_count,
-                    metadata=ledger_metadata(
-                        {**memory.metadata, **item.metadata}, fmt=FORMAT, key=record.key
-                    ),
-                )
+            pk = _conclusion_consolidated(
+                workspace=workspace, user=user, record=record, evidence=evidence
+            )
         except MemflowError as exc:
             report.skip(record.label, skip_reason(exc))
             continue
-        stored.pks[record.key] = memory.pk
-        stored.created.add(memory.pk)
+        stored.pks[record.key] = pk
+        stored.created.add(pk)
         report.added["memories"] += 1
         report.added["evidence links"] += len(evidence)
+
+
+def _conclusion_alone(
+    *,
+    workspace: Workspace,
+    user: User | None,
+    record: FlyRecord,
+    stored: Stored,
+    report: ImportReport,
+) -> None:
+    """The conclusion's text remembered as a memory of its own, with no evidence."""
+    single = remember_incoming(
+        workspace=workspace,
+        user=user,
+        fmt=FORMAT,
+        incoming=[
+            Incoming(
+                key=record.key,
+                label=record.label,
+                item=_input(record, source="consolidation"),
+                last_accessed=_when(record.last_accessed),
+                access_count=record.access_count,
+            )
+        ],
+        report=report,
+        bar=Progress(enabled=False, label=""),
+    )
+    stored.pks.update(single.pks)
+    stored.created |= single.created
+
+
+def _conclusion_consolidated(
+    *, workspace: Workspace, user: User | None, record: FlyRecord, evidence: list[int]
+) -> int:
+    """The pk of the conclusion consolidated from `evidence`, with its history kept."""
+    item = _input(record, source="consolidation")
+    # The conclusion and its ledger key commit together: killed between
+    # the two, the next run would not know it and consolidate it again.
+    with transaction.atomic():
+        memory = services.memory_consolidate(
+            workspace=workspace,
+            ids=evidence,
+            conclusion=item.text,
+            compartment=item.compartment,
+            user=user,
+            app=item.app,
+        )
+        created = _when(record.began) or memory.created_at
+        history_restore(
+            workspace=workspace,
+            pk=memory.pk,
+            created_at=created,
+            valid_from=created,
+            last_accessed=_when(record.last_accessed) or created,
+            access_count=record.access_count,
+            metadata=ledger_metadata(
+                {**memory.metadata, **item.metadata}, fmt=FORMAT, key=record.key
+            ),
+        )
+    return memory.pk
 
 
 def _supersede_links(

@@ -15,7 +15,7 @@ import os
 import posixpath
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contexts import selectors as context_selectors
 from contexts import services as context_services
@@ -111,6 +111,21 @@ def memflow_dir_import(
             code="no_memflow_files",
         )
     source = _RecordingSource()
+    declared = _declarations_read(source, directory, config, report)
+    documents = _documents_read(source, declared, memory_dir, report)
+    with progress_bar(
+        enabled=progress, label="memflow-dir", total=len(declared) + len(documents)
+    ) as bar:
+        _documents_import(workspace, documents, report, bar)
+        _declarations_import(workspace, declared, source, report, bar)
+    return report
+
+
+def _declarations_read(
+    source: _RecordingSource, directory: str, config: ContextConfig, report: ImportReport
+) -> dict[str, Any]:
+    """The declarations a session in `directory` would be given, by path; what they
+    name is read into `source` on the way, and what cannot be is reported."""
     assembly = assemble(
         source=source,
         directory=directory,
@@ -128,8 +143,13 @@ def memflow_dir_import(
             report.skip(named, f"named by the declaration, cannot be read: {reason}")
         else:
             report.notes.append(note)
+    return {d.path: d for d in assembly.declarations}
 
-    declared = {d.path: d for d in assembly.declarations}
+
+def _documents_read(
+    source: _RecordingSource, declared: dict[str, Any], memory_dir: Path, report: ImportReport
+) -> dict[str, str]:
+    """Every document the declarations named, and the legacy memory/ folder's files."""
     documents = {
         p: text
         for p, text in source.read.items()
@@ -144,44 +164,53 @@ def memflow_dir_import(
                 documents[name] = source.read_text(name)
             except Unreadable as exc:
                 report.skip(name, exc.reason)
+    return documents
 
-    with progress_bar(
-        enabled=progress, label="memflow-dir", total=len(declared) + len(documents)
-    ) as bar:
-        existing = dict(
-            ContextDocument.objects.filter(workspace=workspace, path__in=list(documents))
-            .values_list("path", "sha256")
-            .iterator()
-        )
-        todo: list[tuple[str, str]] = []
-        for name, text in sorted(documents.items()):
-            kind = find_secret(text)
-            if kind:
-                report.skip(name, f"secret refused (looks like a {kind})")
-                bar.update()
-            elif existing.get(name) == sha256_text(text):
-                report.present["documents"] += 1
-                bar.update()
-            else:
-                todo.append((name, text))
-        documents_store(workspace=workspace, documents=todo, report=report)
-        bar.update(len(todo))
 
-        for ref in sorted(declared.values(), key=lambda d: d.path):
-            text = source.read[ref.path]
-            stored = Declaration.objects.filter(
-                workspace=workspace, directory=ref.directory
-            ).first()
-            if stored is not None and stored.source_text == text:
-                report.present["declarations"] += 1
-            else:
-                try:
-                    context_services.declaration_store(
-                        workspace=workspace, directory=ref.directory, source_text=text
-                    )
-                except MemflowError as exc:
-                    report.skip(ref.path, exc.detail)
-                else:
-                    report.added["declarations"] += 1
+def _documents_import(
+    workspace: Workspace, documents: dict[str, str], report: ImportReport, bar: Any
+) -> None:
+    """Store the documents that are new or changed; one that holds a credential is refused."""
+    existing = dict(
+        ContextDocument.objects.filter(workspace=workspace, path__in=list(documents))
+        .values_list("path", "sha256")
+        .iterator()
+    )
+    todo: list[tuple[str, str]] = []
+    for name, text in sorted(documents.items()):
+        kind = find_secret(text)
+        if kind:
+            report.skip(name, f"secret refused (looks like a {kind})")
             bar.update()
-    return report
+        elif existing.get(name) == sha256_text(text):
+            report.present["documents"] += 1
+            bar.update()
+        else:
+            todo.append((name, text))
+    documents_store(workspace=workspace, documents=todo, report=report)
+    bar.update(len(todo))
+
+
+def _declarations_import(
+    workspace: Workspace,
+    declared: dict[str, Any],
+    source: _RecordingSource,
+    report: ImportReport,
+    bar: Any,
+) -> None:
+    """Store each declaration whose text differs from the one stored for its directory."""
+    for ref in sorted(declared.values(), key=lambda d: d.path):
+        text = source.read[ref.path]
+        stored = Declaration.objects.filter(workspace=workspace, directory=ref.directory).first()
+        if stored is not None and stored.source_text == text:
+            report.present["declarations"] += 1
+        else:
+            try:
+                context_services.declaration_store(
+                    workspace=workspace, directory=ref.directory, source_text=text
+                )
+            except MemflowError as exc:
+                report.skip(ref.path, exc.detail)
+            else:
+                report.added["declarations"] += 1
+        bar.update()

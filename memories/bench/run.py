@@ -579,16 +579,10 @@ def bench_hooks(
     """The user-prompt hook: server side over `size` memories, then `memflow hook`
     end to end (Python start-up included) against a real `memflow serve`, and
     the cold start of `memflow serve` to its first answered hook."""
-    import json
-    import subprocess
-
-    import httpx
-
     from contexts import services as context_services
-
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     from contexts.hooks.pipeline import hook_handle
 
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(prompts // 2, 1))
     workspace, _, _ = ensure_loaded(corpus, f"bench-{size}", real_vectors=real_vectors)
     user = bench_user()
@@ -598,80 +592,22 @@ def bench_hooks(
     texts = [q.query for q in corpus.queries if q.kind in ("paraphrase", "fragment")][:prompts]
     get_embedder().warm()  # as `memflow serve` warms it
     for n, text in enumerate(texts[:5]):  # warm up
-        hook_handle(
-            event="user-prompt",
-            payload={"session_id": f"warm-{n}", "prompt": text},
-            user=user,
-            api_key=created.key,
-        )
+        payload = {"session_id": f"warm-{n}", "prompt": text}
+        hook_handle(event="user-prompt", payload=payload, user=user, api_key=created.key)
     heap.settle()  # as `memflow serve` does once warm
     # The hour's speed, in work that tracks it: B's slow hours slow a query's
     # embedding by a fifth, while a fixed loop of Python and of SQL, timed
     # alone, read the same in the fastest and the slowest hook runs.
     embedding = embedding_latency(selectors.embedder_for(workspace), texts)
-    server_side = []
-    show = progress_printer("hook calls")
-    started = time.monotonic()
-    for n, text in enumerate(texts):
-        t0 = time.perf_counter()
-        hook_handle(
-            event="user-prompt",
-            payload={
-                "session_id": f"bench-{n % 20}",
-                "prompt": text,
-                "hook_event_name": "UserPromptSubmit",
-            },
-            user=user,
-            api_key=created.key,
-        )
-        server_side.append((time.perf_counter() - t0) * 1000)
-        show(n + 1, len(texts), time.monotonic() - started)
+    server_side = _hooks_in_process(texts, user, created.key)
 
     # A real server, started cold, then the hook command as a harness runs it.
     probe = {"session_id": "cold", "prompt": texts[0]}
     with bench_server(data_dir(), raw_key=created.raw, probe=probe) as served:
         cold_start = served.cold_start_ms
-        # What a harness's hook waits for, less the hook command's own start:
-        # the HTTP round trip to the real server (uvicorn, Django, the pool).
-        over_http = []
-        show = progress_printer("hooks over HTTP")
-        started = time.monotonic()
-        headers = {"Authorization": f"Bearer {created.raw}"}
-        with httpx.Client(timeout=60, headers=headers) as client:
-            for n, text in enumerate(texts):
-                t1 = time.perf_counter()
-                client.post(
-                    f"{served.url}/api/v1/hooks/user-prompt",
-                    json={
-                        "session_id": f"http-{n % 20}",
-                        "prompt": text,
-                        "hook_event_name": "UserPromptSubmit",
-                    },
-                ).raise_for_status()
-                if n >= 5:  # the first calls warm the server's connections and caches
-                    over_http.append((time.perf_counter() - t1) * 1000)
-                show(n + 1, len(texts), time.monotonic() - started)
+        over_http = _hooks_over_http(served.url, created.raw, texts)
         hook_env = {**served.env, "MEMFLOW_URL": served.url, "MEMFLOW_API_KEY": created.raw}
-        end_to_end = []
-        for n, text in enumerate(texts[:cli_runs]):
-            payload = json.dumps(
-                {
-                    "session_id": f"cli-{n}",
-                    "prompt": text,
-                    "hook_event_name": "UserPromptSubmit",
-                    "cwd": "/tmp",
-                }
-            )
-            t1 = time.perf_counter()
-            subprocess.run(
-                [memflow_command(), "hook", "user-prompt"],
-                input=payload,
-                env=hook_env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            end_to_end.append((time.perf_counter() - t1) * 1000)
+        end_to_end = _hooks_from_the_command(hook_env, texts[:cli_runs])
     created.key.delete()
     forget_captures(workspace)
     return {
@@ -685,3 +621,74 @@ def bench_hooks(
         "real_vectors": real_vectors if real_vectors is not None else "all",
         "machine": machine(),
     }
+
+
+def _hooks_in_process(texts: list[str], user: Any, key: Any) -> list[float]:
+    """Milliseconds of each user-prompt hook handled in this process (no HTTP)."""
+    from contexts.hooks.pipeline import hook_handle
+
+    times = []
+    show = progress_printer("hook calls")
+    started = time.monotonic()
+    for n, text in enumerate(texts):
+        payload = {
+            "session_id": f"bench-{n % 20}",
+            "prompt": text,
+            "hook_event_name": "UserPromptSubmit",
+        }
+        t0 = time.perf_counter()
+        hook_handle(event="user-prompt", payload=payload, user=user, api_key=key)
+        times.append((time.perf_counter() - t0) * 1000)
+        show(n + 1, len(texts), time.monotonic() - started)
+    return times
+
+
+def _hooks_over_http(url: str, raw_key: str, texts: list[str]) -> list[float]:
+    """What a harness's hook waits for, less the hook command's own start:
+    the HTTP round trip to the real server (uvicorn, Django, the pool)."""
+    import httpx
+
+    times = []
+    show = progress_printer("hooks over HTTP")
+    started = time.monotonic()
+    with httpx.Client(timeout=60, headers={"Authorization": f"Bearer {raw_key}"}) as client:
+        for n, text in enumerate(texts):
+            t1 = time.perf_counter()
+            client.post(
+                f"{url}/api/v1/hooks/user-prompt",
+                json={
+                    "session_id": f"http-{n % 20}",
+                    "prompt": text,
+                    "hook_event_name": "UserPromptSubmit",
+                },
+            ).raise_for_status()
+            if n >= 5:  # the first calls warm the server's connections and caches
+                times.append((time.perf_counter() - t1) * 1000)
+            show(n + 1, len(texts), time.monotonic() - started)
+    return times
+
+
+def _hooks_from_the_command(env: dict[str, str], texts: list[str]) -> list[float]:
+    """Milliseconds of `memflow hook user-prompt` run as a harness runs it, start-up included."""
+    import json
+    import subprocess
+
+    times = []
+    for n, text in enumerate(texts):
+        payload = {
+            "session_id": f"cli-{n}",
+            "prompt": text,
+            "hook_event_name": "UserPromptSubmit",
+            "cwd": "/tmp",
+        }
+        t1 = time.perf_counter()
+        subprocess.run(
+            [memflow_command(), "hook", "user-prompt"],
+            input=json.dumps(payload),
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        times.append((time.perf_counter() - t1) * 1000)
+    return times

@@ -34,10 +34,15 @@ from memories.selectors.embedder import (
 )
 from memories.selectors.entries import (
     MemoryFilters,
+    is_visible,
     memory_forgotten_list,
     memory_get,
     memory_list,
     memory_purge_due,
+    private_audit_targets,
+    unexpired,
+    visible_sql,
+    visible_to,
 )
 from memories.selectors.fusion import (
     DENSE_BLIND_SHARE,
@@ -126,6 +131,7 @@ __all__ = [
     "embedder_for",
     "fuse",
     "is_captured_prompt",
+    "is_visible",
     "ledger_summary",
     "lexical_arm",
     "lexical_statement",
@@ -142,6 +148,7 @@ __all__ = [
     "memory_purge_due",
     "memory_recall",
     "memory_stats",
+    "private_audit_targets",
     "reembed_swapping",
     "search_settings_apply",
     "serving_backend",
@@ -149,6 +156,9 @@ __all__ = [
     "state_current",
     "state_history",
     "state_keys",
+    "unexpired",
+    "visible_sql",
+    "visible_to",
     "workspace_embedder_status",
     "workspace_size",
 ]

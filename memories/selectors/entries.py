@@ -22,12 +22,43 @@ def unexpired() -> Q:
     return Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
 
 
-def memory_get(*, workspace: Workspace, memory_id: int, forgotten: bool = False) -> Memory:
+def visible_to(viewer_id: int | None) -> Q:
+    """Public entries, and the private ones `viewer_id` wrote. No viewer sees no
+    private entry at all: a read path that forgets to name its reader fails closed."""
+    if viewer_id is None:
+        return Q(private=False)
+    return Q(private=False) | Q(user_id=viewer_id)
+
+
+def visible_sql(viewer_id: int | None, params: dict[str, Any], alias: str = "m") -> str:
+    """`visible_to` as a SQL condition, for the raw statements (recall's arms, insights)."""
+    if viewer_id is None:
+        return f"NOT {alias}.private"
+    params["f_viewer"] = viewer_id
+    return f"(NOT {alias}.private OR {alias}.user_id = %(f_viewer)s)"
+
+
+def is_visible(memory: Memory, viewer_id: int | None) -> bool:
+    return not memory.private or (viewer_id is not None and memory.user_id == viewer_id)
+
+
+def memory_get(
+    *,
+    workspace: Workspace,
+    memory_id: int,
+    forgotten: bool = False,
+    viewer_id: int | None = None,
+) -> Memory:
     """One entry of the workspace, unless it is missing or expired (both 404, with
     distinct codes). A forgotten one only with `forgotten` (its own page, restore,
-    purge): to every other reader it no longer exists."""
+    purge): to every other reader it no longer exists. Someone else's private
+    entry does not exist either (the same 404: its id leaks nothing)."""
     memory = Memory.objects.filter(workspace=workspace, pk=memory_id).first()
-    if memory is None or (memory.forgotten_at is not None and not forgotten):
+    if (
+        memory is None
+        or (memory.forgotten_at is not None and not forgotten)
+        or not is_visible(memory, viewer_id)
+    ):
         raise NotFound(f"No memory #{memory_id} in this workspace.", code="memory_not_found")
     if memory.expires_at is not None and memory.expires_at <= timezone.now():
         raise NotFound(
@@ -48,6 +79,8 @@ class MemoryFilters:
     until: datetime | None = None
     include_superseded: bool = False
     exclude_compartments: Sequence[str] = ()
+    # Whose private entries may appear (see visible_to); None: nobody's.
+    viewer_id: int | None = None
     contains: str | None = None  # a case-insensitive substring of the text
 
     def sql(self, params: dict[str, Any], alias: str = "m") -> str:
@@ -58,6 +91,7 @@ class MemoryFilters:
         parts = [
             f"({alias}.expires_at IS NULL OR {alias}.expires_at > %(f_now)s)",
             f"{alias}.forgotten_at IS NULL",
+            visible_sql(self.viewer_id, params, alias),
         ]
         if not self.include_superseded:
             parts.append(f"{alias}.valid_to IS NULL")
@@ -88,7 +122,7 @@ class MemoryFilters:
         return "".join(f" AND {p}" for p in parts)
 
     def queryset(self, qs: QuerySet[Memory]) -> QuerySet[Memory]:
-        qs = qs.filter(unexpired(), forgotten_at__isnull=True)
+        qs = qs.filter(unexpired(), visible_to(self.viewer_id), forgotten_at__isnull=True)
         if not self.include_superseded:
             qs = qs.filter(valid_to__isnull=True)
         if self.compartment is not None:
@@ -128,11 +162,25 @@ def memory_purge_due(*, memory: Memory) -> datetime | None:
     return memory.forgotten_at + timedelta(days=days)
 
 
-def memory_forgotten_list(*, workspace: Workspace) -> QuerySet[Memory]:
-    """The workspace's tombstones, most recently forgotten first.
+def memory_forgotten_list(
+    *, workspace: Workspace, viewer_id: int | None = None
+) -> QuerySet[Memory]:
+    """The workspace's tombstones `viewer_id` may see, most recently forgotten first.
 
     Uses index: memory_forgotten_idx.
     """
-    return Memory.objects.filter(workspace=workspace, forgotten_at__isnull=False).order_by(
-        "-forgotten_at", "-id"
+    return Memory.objects.filter(
+        visible_to(viewer_id), workspace=workspace, forgotten_at__isnull=False
+    ).order_by("-forgotten_at", "-id")
+
+
+def private_audit_targets(workspace: Workspace, targets: set[str], viewer: Any) -> set[str]:
+    """Of the audit targets ("memory:42"), those naming an entry private to someone
+    other than `viewer`: their audit rows keep its texts (contexts.audit guard)."""
+    ids = {int(t[7:]) for t in targets if t.startswith("memory:") and t[7:].isdigit()}
+    if not ids:
+        return set()
+    hidden = Memory.objects.filter(workspace=workspace, pk__in=ids, private=True).exclude(
+        visible_to(getattr(viewer, "pk", None))
     )
+    return {f"memory:{pk}" for pk in hidden.values_list("pk", flat=True)}

@@ -16,6 +16,7 @@ from memories.conf import conflict_cosine
 from memories.decay import retention_sql
 from memories.models import Memory, MemoryEvidence, TriageDecision
 from memories.selectors.embedder import embedder_for
+from memories.selectors.entries import visible_sql
 from memories.selectors.search import _distance_order
 
 
@@ -27,7 +28,12 @@ class Conflict:
 
 
 def memory_conflicts(
-    *, workspace: Workspace, threshold: float | None = None, scan: int = 500, limit: int = 50
+    *,
+    workspace: Workspace,
+    threshold: float | None = None,
+    scan: int = 500,
+    limit: int = 50,
+    viewer_id: int | None = None,
 ) -> list[Conflict]:
     """Current entries that mean nearly the same but say it differently.
 
@@ -46,14 +52,17 @@ def memory_conflicts(
         "limit": limit,
         "model": model_id,
     }
+    # Private entries of others neither appear nor pair: a pair would show their text.
+    visible = visible_sql(viewer_id, params, "m")
+    visible_recent = visible_sql(viewer_id, params, "r0")
     order = _distance_order(workspace, "r.embedding")
     # Raw SQL: a lateral nearest-neighbour probe per recent entry.
     sql = f"""
         WITH recent AS (
-            SELECT id, embedding, norm_hash FROM memories_memory
-            WHERE workspace_id = %(ws)s AND valid_to IS NULL AND embedding IS NOT NULL
-              AND embedding_model = %(model)s
-            ORDER BY created_at DESC LIMIT %(scan)s
+            SELECT r0.id, r0.embedding, r0.norm_hash FROM memories_memory r0
+            WHERE r0.workspace_id = %(ws)s AND r0.valid_to IS NULL AND r0.embedding IS NOT NULL
+              AND r0.embedding_model = %(model)s AND {visible_recent}
+            ORDER BY r0.created_at DESC LIMIT %(scan)s
         )
         SELECT DISTINCT LEAST(r.id, n.id), GREATEST(r.id, n.id), n.cos
         FROM recent r
@@ -61,10 +70,16 @@ def memory_conflicts(
             SELECT m.id, 1 - (m.embedding <=> r.embedding) AS cos, m.norm_hash
             FROM memories_memory m
             WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND m.id <> r.id
-              AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s
+              AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s AND {visible}
             ORDER BY {order} LIMIT 3
         ) n
         WHERE n.cos >= %(t)s AND n.norm_hash <> r.norm_hash
+          -- settled pairs are left out before the limit, so they never crowd out open ones
+          AND NOT EXISTS (
+              SELECT 1 FROM memories_triagedecision d
+              WHERE d.workspace_id = %(ws)s AND d.kind = 'conflict'
+                AND d.memory_ids = ARRAY[LEAST(r.id, n.id), GREATEST(r.id, n.id)]::bigint[]
+          )
         ORDER BY n.cos DESC LIMIT %(limit)s
     """
     with heavy_read("conflicts"), connection.cursor() as cursor:
@@ -123,11 +138,17 @@ class ConflictCluster:
 
 
 def memory_conflict_clusters(
-    *, workspace: Workspace, threshold: float | None = None, limit: int = 20
+    *,
+    workspace: Workspace,
+    threshold: float | None = None,
+    limit: int = 20,
+    viewer_id: int | None = None,
 ) -> list[ConflictCluster]:
     """`memory_conflicts` grouped: pairs sharing an entry form one cluster
     (three near-copies are one row, not three), the closest first."""
-    pairs = memory_conflicts(workspace=workspace, threshold=threshold, limit=limit * 10)
+    pairs = memory_conflicts(
+        workspace=workspace, threshold=threshold, limit=limit * 10, viewer_id=viewer_id
+    )
     parent: dict[int, int] = {}
 
     def root(i: int) -> int:
@@ -152,18 +173,25 @@ def memory_conflict_clusters(
 
 
 def memory_fading(
-    *, workspace: Workspace, below: float = 0.5, limit: int = 50, now: datetime | None = None
+    *,
+    workspace: Workspace,
+    below: float = 0.5,
+    limit: int = 50,
+    now: datetime | None = None,
+    viewer_id: int | None = None,
 ) -> list[tuple[Memory, float]]:
     """High-value entries (the model's or imported) whose retention is falling below `below`."""
     now = now or timezone.now()
     tau = float(knob(workspace, "decay_tau_days"))
+    params: dict[str, Any] = {"ws": workspace.pk, "now": now, "tau": tau, "below": below}
+    visible = visible_sql(viewer_id, params)
     # Raw SQL: the retention formula evaluated by the database, so that only
     # the fading rows travel.
     sql = f"""
         SELECT m.id, {retention_sql("%(now)s", "%(tau)s")} AS r
         FROM memories_memory m
         WHERE m.workspace_id = %(ws)s AND m.valid_to IS NULL AND NOT m.pinned
-          AND m.source IN ('model', 'import')
+          AND m.source IN ('model', 'import') AND {visible}
           AND NOT EXISTS (
               SELECT 1 FROM memories_triagedecision d
               WHERE d.workspace_id = m.workspace_id AND d.kind = 'fading'
@@ -173,9 +201,7 @@ def memory_fading(
         ORDER BY r ASC LIMIT %(limit)s
     """
     with heavy_read("insights"), connection.cursor() as cursor:
-        cursor.execute(
-            sql, {"ws": workspace.pk, "now": now, "tau": tau, "below": below, "limit": limit}
-        )
+        cursor.execute(sql, params | {"limit": limit})
         found = cursor.fetchall()
     rows = Memory.objects.select_related("workspace", "session").in_bulk([i for i, _ in found])
     return [(rows[i], float(r)) for i, r in found if i in rows]

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from contexts.models import Workspace
 from memories.models import Memory
+from memories.selectors.entries import unexpired, visible_to
 
 
 @dataclass
@@ -30,19 +31,23 @@ def cut_at_sentence(text: str, limit: int) -> str:
 
 
 def session_pack(
-    *, workspace: Workspace, minutes: int = 180, now: datetime | None = None
+    *,
+    workspace: Workspace,
+    minutes: int = 180,
+    now: datetime | None = None,
+    viewer_id: int | None = None,
 ) -> SessionPack:
     now = now or timezone.now()
     since = now - timedelta(minutes=minutes)
+    readable = Memory.objects.filter(unexpired(), visible_to(viewer_id), workspace=workspace)
     trail = list(
-        Memory.objects.filter(workspace=workspace, valid_to__isnull=True, created_at__gte=since)
+        readable.filter(valid_to__isnull=True, created_at__gte=since)
         .exclude(compartment="lessons")
         .order_by("-created_at", "-id")[:15]
     )
     trail.reverse()  # oldest first: a trail reads forward
     conclusions = list(
-        Memory.objects.filter(
-            workspace=workspace,
+        readable.filter(
             valid_to__isnull=True,
             source__in=[Memory.Source.MODEL, Memory.Source.CONSOLIDATION],
         )

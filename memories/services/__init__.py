@@ -18,6 +18,12 @@ from memories.services.forget import (
     memory_purge_expired,
     memory_restore,
 )
+from memories.services.forget_bulk import (
+    BULK_FORGET_MAX,
+    BulkForgetResult,
+    ForgetFilter,
+    memory_forget_matching,
+)
 from memories.services.index import PENDING_LIST_INDEXES, bulk_index_writes, index_pending_fold
 from memories.services.inputs import (
     Outcome,
@@ -26,6 +32,7 @@ from memories.services.inputs import (
     SecretDetected,
     TextTooLong,
     memory_validate,
+    parse_expiry,
 )
 from memories.services.lifecycle import (
     CleanupReport,
@@ -48,16 +55,20 @@ from memories.services.reembed import (
 from memories.services.remember import memory_remember, memory_remember_bulk, memory_remember_stream
 from memories.services.triage import memory_conflict_resolve, memory_fading_resolve
 from memories.services.usage import ledger_record, memory_recall_answer, memory_rehearse
+from memories.services.visibility import memory_set_private
 from memories.services.writes import _workspace_lock
 
 __all__ = [
+    "BULK_FORGET_MAX",
     "PENDING_LIST_INDEXES",
     "REEMBED_BATCH",
     "REEMBED_CATCH_UP",
     "REEMBED_STEP_SECONDS",
     "SWAP_CHUNK",
+    "BulkForgetResult",
     "CleanupReport",
     "Conflict",
+    "ForgetFilter",
     "Invalid",
     "MemflowError",
     "NotFound",
@@ -78,6 +89,7 @@ __all__ = [
     "memory_consolidate",
     "memory_fading_resolve",
     "memory_forget",
+    "memory_forget_matching",
     "memory_pin",
     "memory_purge",
     "memory_purge_expired",
@@ -87,9 +99,11 @@ __all__ = [
     "memory_remember_bulk",
     "memory_remember_stream",
     "memory_restore",
+    "memory_set_private",
     "memory_supersede",
     "memory_update",
     "memory_validate",
+    "parse_expiry",
     "reembed_enqueue",
     "reembed_step",
     "selectors",

@@ -219,8 +219,18 @@ class _Folder:
         return [
             (m, c)
             for m, c in seen.values()
-            if m.valid_to is None and m.compartment == p.item.compartment and not m.state_key
+            if m.valid_to is None
+            and m.compartment == p.item.compartment
+            and not m.state_key
+            and self._same_visibility(m, p)
         ]
+
+    def _same_visibility(self, memory: Memory, p: _Pending) -> bool:
+        """A public text never folds into someone's private entry (it would vanish for
+        everyone else), nor a private one into a public entry or another author's."""
+        if memory.private != p.item.private:
+            return False
+        return not memory.private or memory.user_id == (self.user.pk if self.user else None)
 
     def _find_fold(
         self,
@@ -268,6 +278,8 @@ class _Folder:
             "app": p.item.app,
             "session": self.session,
             "metadata": p.item.metadata,
+            "private": p.item.private,
+            "expires_at": p.item.expires_at,
             "valid_from": p.item.created_at or self.now,
             "created_at": p.item.created_at or self.now,
             "last_accessed": p.item.created_at or self.now,

@@ -11,6 +11,7 @@ kept: who did what, and when, stays.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -34,7 +35,14 @@ def _locked(workspace: Workspace, memory_id: int) -> Memory:
     return locked
 
 
-def _tombstone(*, workspace: Workspace, locked: Memory, actor: Actor | None, reason: str) -> None:
+def _tombstone(
+    *,
+    workspace: Workspace,
+    locked: Memory,
+    actor: Actor | None,
+    reason: str,
+    extra: dict[str, Any] | None = None,
+) -> None:
     """Forget `locked` (held with select_for_update under the workspace lock)."""
     now = timezone.now()
     was_current = locked.valid_to is None
@@ -72,7 +80,11 @@ def _tombstone(*, workspace: Workspace, locked: Memory, actor: Actor | None, rea
         action="memory.forget",
         target=_target(locked.pk),
         before=locked.text,
-        detail={"reason": locked.forgotten_reason, "reopened": locked.forgotten_undo["reopened"]},
+        detail={
+            "reason": locked.forgotten_reason,
+            "reopened": locked.forgotten_undo["reopened"],
+            **(extra or {}),
+        },
     )
 
 
@@ -106,6 +118,8 @@ def memory_restore(*, workspace: Workspace, memory: Memory, actor: Actor | None 
         locked.forgotten_by = None
         locked.forgotten_reason = ""
         locked.forgotten_undo = {}
+        if locked.expires_at is not None and locked.expires_at <= timezone.now():
+            locked.expires_at = None  # asked back after its expiry: it stays this time
         if undo.get("was_current"):
             _reclaim(workspace=workspace, locked=locked, reopened=undo.get("reopened"))
         locked.save()
@@ -174,7 +188,8 @@ def memory_purge_expired(*, workspace: Workspace, now: datetime | None = None) -
 
 
 def memory_tombstone_decayed(*, workspace: Workspace, ids: list[int]) -> int:
-    """Forget the entries the cleanup found decayed (memflow's own doing)."""
+    """Forget the entries the cleanup found decayed or past their expiry (memflow's own
+    doing): tombstones like any forget, purged after `forget_retention_days`."""
     forgotten = 0
     for memory in Memory.objects.filter(workspace=workspace, pk__in=ids, forgotten_at=None):
         with transaction.atomic():
@@ -182,6 +197,12 @@ def memory_tombstone_decayed(*, workspace: Workspace, ids: list[int]) -> int:
             locked = Memory.objects.select_for_update().filter(pk=memory.pk).first()
             if locked is None or locked.forgotten_at is not None:
                 continue
-            _tombstone(workspace=workspace, locked=locked, actor=Actor.system(), reason="decayed")
+            expired = locked.expires_at is not None and locked.expires_at <= timezone.now()
+            _tombstone(
+                workspace=workspace,
+                locked=locked,
+                actor=Actor.system(),
+                reason="expired" if expired else "decayed",
+            )
             forgotten += 1
     return forgotten

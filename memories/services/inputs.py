@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from contexts.errors import Invalid, MemflowError
 from contexts.knobs import knob
@@ -14,6 +18,46 @@ from memories.models import DedupeEvent, Memory
 
 if TYPE_CHECKING:
     pass
+
+_TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_TTL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+
+
+def parse_expiry(expires_at: Any = None, ttl: Any = None) -> datetime | None:
+    """When a memory written now expires: `expires_at` (ISO 8601, with a zone or
+    taken as UTC) or `ttl` (seconds, or a number with s/m/h/d/w: "7d"), not both.
+    A time not in the future is refused, as is anything unreadable."""
+    if expires_at in (None, "") and ttl in (None, ""):
+        return None
+    if expires_at not in (None, "") and ttl not in (None, ""):
+        raise Invalid("Give expires_at or ttl, not both.", code="invalid_expiry")
+    now = timezone.now()
+    if ttl not in (None, ""):
+        match = _TTL_RE.match(str(ttl)) if not isinstance(ttl, bool) else None
+        if match is None:
+            raise Invalid(
+                f"ttl {ttl!r} is not a duration (seconds, or e.g. 90m, 12h, 7d).",
+                code="invalid_ttl",
+            )
+        seconds = float(match.group(1)) * _TTL_UNITS[(match.group(2) or "s").lower()]
+        if seconds <= 0:
+            raise Invalid("ttl must be longer than zero.", code="expiry_in_past")
+        if seconds > 100 * 365 * 86400:
+            raise Invalid("ttl is longer than a hundred years.", code="invalid_ttl")
+        return now + timedelta(seconds=seconds)
+    when = expires_at if isinstance(expires_at, datetime) else None
+    if when is None and isinstance(expires_at, str):
+        try:
+            when = parse_datetime(expires_at.strip())
+        except ValueError:
+            when = None
+    if when is None:
+        raise Invalid(f"expires_at {expires_at!r} is not an ISO 8601 time.", code="invalid_expiry")
+    if timezone.is_naive(when):
+        when = timezone.make_aware(when, UTC)
+    if when <= now:
+        raise Invalid("expires_at must be in the future.", code="expiry_in_past")
+    return when
 
 
 class SecretDetected(MemflowError):
@@ -36,6 +80,8 @@ class RememberInput:
     app: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None  # importers keep the original time
+    private: bool = False  # only its author reads it
+    expires_at: datetime | None = None
 
 
 Outcome = Literal["created", "strengthened", "merged"]
@@ -74,6 +120,11 @@ def memory_validate(*, workspace: Workspace, item: RememberInput) -> RememberInp
         raise Invalid(f"Unknown source {item.source!r}.", code="invalid_source")
     if item.state_value and not item.state_key:
         raise Invalid("A state_value needs a state_key.", code="state_key_required")
+    if item.private and item.state_key:
+        # A state key has one current value for the whole workspace: it cannot be one reader's.
+        raise Invalid("A state entry cannot be private.", code="private_state_key")
+    if item.expires_at is not None and item.expires_at <= timezone.now():
+        raise Invalid("expires_at must be in the future.", code="expiry_in_past")
     compartment = item.compartment.strip().lower()
     if len(compartment) > 64 or len(item.state_key) > 200 or len(item.app) > 64:
         raise Invalid(
@@ -88,4 +139,6 @@ def memory_validate(*, workspace: Workspace, item: RememberInput) -> RememberInp
         app=item.app.strip(),
         metadata=item.metadata or {},
         created_at=item.created_at,
+        private=bool(item.private),
+        expires_at=item.expires_at,
     )

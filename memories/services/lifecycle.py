@@ -32,6 +32,7 @@ from contexts.errors import Conflict, Invalid, NotFound
 from contexts.models import AgentSession, Workspace
 from memories import selectors
 from memories.models import Memory, MemoryEvidence
+from memories.selectors.entries import visible_to
 from memories.services.dedupe import _insert_row
 from memories.services.forget import memory_purge_expired, memory_tombstone_decayed
 from memories.services.inputs import RememberInput, memory_validate
@@ -203,7 +204,12 @@ def memory_consolidate(
     unique_ids = list(dict.fromkeys(ids))
     if len(unique_ids) < 2:
         raise Invalid("Consolidation needs at least two distinct memory ids.", code="too_few_ids")
-    evidence = list(Memory.objects.filter(workspace=workspace, pk__in=unique_ids))
+    reader = user or (actor.user if actor else None)
+    evidence = list(
+        Memory.objects.filter(
+            visible_to(reader.pk if reader else None), workspace=workspace, pk__in=unique_ids
+        )
+    )
     missing = sorted(set(unique_ids) - {m.pk for m in evidence if m.forgotten_at is None})
     if missing:
         raise NotFound(f"No memories {missing} in this workspace.", code="memory_not_found")
@@ -212,7 +218,12 @@ def memory_consolidate(
     item = memory_validate(
         workspace=workspace,
         item=RememberInput(
-            text=conclusion, compartment=compartment, source=Memory.Source.CONSOLIDATION, app=app
+            text=conclusion,
+            compartment=compartment,
+            source=Memory.Source.CONSOLIDATION,
+            app=app,
+            # A conclusion drawn from private evidence would repeat it to everyone.
+            private=any(m.private for m in evidence),
         ),
     )
     with embedded_and_locked(workspace=workspace, texts=[item.text]) as new:

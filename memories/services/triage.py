@@ -16,6 +16,7 @@ from contexts.audit import Actor, audit_record
 from contexts.errors import Invalid, NotFound
 from contexts.models import Workspace
 from memories.models import Memory, TriageDecision
+from memories.selectors.entries import visible_to
 from memories.services.forget import memory_forget
 from memories.services.lifecycle import memory_consolidate, memory_pin, memory_supersede
 
@@ -70,7 +71,11 @@ def memory_conflict_resolve(
     found = {
         m.pk: m
         for m in Memory.objects.filter(
-            workspace=workspace, pk__in=unique, valid_to__isnull=True, forgotten_at__isnull=True
+            visible_to(actor.user.pk if actor and actor.user else None),
+            workspace=workspace,
+            pk__in=unique,
+            valid_to__isnull=True,
+            forgotten_at__isnull=True,
         )
     }
     missing = [i for i in unique if i not in found]

@@ -20,7 +20,7 @@ from contexts.errors import Conflict, Invalid
 from contexts.models import AgentSession, Workspace
 from memories.embeddings import get_embedder
 from skills import generator, selectors
-from skills.folder import FolderError, archive_read
+from skills.folder import FolderError, SkillFile, archive_read
 from skills.models import (
     DESCRIPTION_MAX,
     Skill,
@@ -450,19 +450,7 @@ def skills_import(
     except FolderError as exc:
         raise Invalid(str(exc), code="invalid_archive") from None
     report = ImportReport(skipped=list(read.skipped))
-    files = []
-    seen: set[str] = set()
-    for item in read.files:
-        try:
-            _validate(name=item.name, description=item.description, body=item.body)
-        except Invalid as exc:
-            report.skipped.append({"path": item.path, "reason": exc.detail})
-            continue
-        if item.name in seen:
-            report.skipped.append({"path": item.path, "reason": "the same name appears twice"})
-            continue
-        seen.add(item.name)
-        files.append(item)
+    files = _importable(read.files, report)
     if not files:
         return report
     vectors = skill_vectors([(f.name, f.description) for f in files])
@@ -470,8 +458,10 @@ def skills_import(
         workspace=workspace if scope == "workspace" else None,
         owner=user if scope == "user" else None,
     )
-    existing = {s.name: s for s in Skill.objects.filter(owner_scope, name__in=seen)}
+    names = [f.name for f in files]
+    existing = {s.name: s for s in Skill.objects.filter(owner_scope, name__in=names)}
     for item, vector in zip(files, vectors, strict=True):
+        why = f"Imported from a skills folder ({item.path}) by {_who(user)}."
         skill = existing.get(item.name)
         if skill is None:
             skill_create(
@@ -482,41 +472,64 @@ def skills_import(
                 body=item.body,
                 scope=scope,
                 source=Source.IMPORT,
-                why=f"Imported from a skills folder ({item.path}) by {_who(user)}.",
+                why=why,
                 metadata=item.metadata,
                 vector=vector,
                 now=now,
             )
             report.created.append(item.name)
-            continue
-        if (skill.description, skill.body, skill.metadata or {}) == (
+        elif (skill.description, skill.body, skill.metadata or {}) == (
             item.description,
             item.body,
             item.metadata,
         ):
             report.unchanged.append(item.name)
-            continue
-        why = f"Imported from a skills folder ({item.path}) by {_who(user)}."
-        with transaction.atomic():
-            updated = _version_add(
-                skill_id=skill.pk,
-                description=item.description,
-                body=item.body,
-                why=why,
-                source=Source.IMPORT,
-                now=now,
-                user=user,
-                vector=vector,
-                metadata=item.metadata,
-            )
-            assert updated is not None
-            _event(
-                kind=SkillEvent.Kind.VERSIONED,
-                reason=why,
-                now=now,
-                skill=updated,
-                actor=user,
-                data={"version": updated.version, "source": Source.IMPORT},
-            )
-        report.versioned.append(item.name)
+        else:
+            _import_version(skill, item, user=user, vector=vector, why=why, now=now)
+            report.versioned.append(item.name)
     return report
+
+
+def _importable(files: list[SkillFile], report: ImportReport) -> list[SkillFile]:
+    """The valid files, each name once; the others are reported as skipped."""
+    kept = []
+    seen: set[str] = set()
+    for item in files:
+        try:
+            _validate(name=item.name, description=item.description, body=item.body)
+        except Invalid as exc:
+            report.skipped.append({"path": item.path, "reason": exc.detail})
+            continue
+        if item.name in seen:
+            report.skipped.append({"path": item.path, "reason": "the same name appears twice"})
+            continue
+        seen.add(item.name)
+        kept.append(item)
+    return kept
+
+
+def _import_version(
+    skill: Skill, item: SkillFile, *, user: User | None, vector: Any, why: str, now: datetime
+) -> None:
+    """A new version of `skill` with the imported file's text, and its event."""
+    with transaction.atomic():
+        updated = _version_add(
+            skill_id=skill.pk,
+            description=item.description,
+            body=item.body,
+            why=why,
+            source=Source.IMPORT,
+            now=now,
+            user=user,
+            vector=vector,
+            metadata=item.metadata,
+        )
+        assert updated is not None
+        _event(
+            kind=SkillEvent.Kind.VERSIONED,
+            reason=why,
+            now=now,
+            skill=updated,
+            actor=user,
+            data={"version": updated.version, "source": Source.IMPORT},
+        )

@@ -135,8 +135,6 @@ def skills_curate(
     report = CurateReport()
     if not knob(workspace, "skills_curator"):
         return report
-    stale_days = int(knob(workspace, "skills_stale_days"))
-    archive_days = int(knob(workspace, "skills_archive_days"))
     scope = _scope_filter(workspace=workspace, owner=owner)
     # Uses index: skill_curator_idx.
     live = list(
@@ -145,6 +143,24 @@ def skills_curate(
         .select_related("workspace")
         .order_by("active_at", "pk")
     )
+    _retire_idle(live, workspace=workspace, now=now, report=report)
+    live = [s for s in live if s.status != Skill.Status.ARCHIVED]
+    live = _merge_duplicates(
+        live,
+        threshold=float(knob(workspace, "skills_merge_cosine")),
+        now=now,
+        report=report,
+    )
+    _archive_over_limit(live, limit=int(knob(workspace, "skills_max")), now=now, report=report)
+    return report
+
+
+def _retire_idle(
+    live: list[Skill], *, workspace: Workspace | None, now: datetime, report: CurateReport
+) -> None:
+    """Archive the skills idle `skills_archive_days`, mark stale those idle `skills_stale_days`."""
+    stale_days = int(knob(workspace, "skills_stale_days"))
+    archive_days = int(knob(workspace, "skills_archive_days"))
     for skill in live:
         idle = _idle_days(skill, now)
         if archive_days > 0 and idle >= archive_days:
@@ -175,44 +191,42 @@ def skills_curate(
             idle_days=idle,
         ):
             bucket.append(skill.name)
-    live = [s for s in live if s.status != Skill.Status.ARCHIVED]
-    live = _merge_duplicates(
+
+
+def _archive_over_limit(
+    live: list[Skill], *, limit: int, now: datetime, report: CurateReport
+) -> None:
+    """Past `limit` live skills, archive the least used (fewest uses, then longest unused)."""
+    if limit <= 0 or len(live) <= limit:
+        return
+    ranked = sorted(
         live,
-        threshold=float(knob(workspace, "skills_merge_cosine")),
-        now=now,
-        report=report,
+        key=lambda s: (
+            s.use_count,
+            s.last_used_at or datetime.min.replace(tzinfo=now.tzinfo),
+            s.active_at,
+            s.pk,
+        ),
     )
-    limit = int(knob(workspace, "skills_max"))
-    if limit > 0 and len(live) > limit:
-        ranked = sorted(
-            live,
-            key=lambda s: (
-                s.use_count,
-                s.last_used_at or datetime.min.replace(tzinfo=now.tzinfo),
-                s.active_at,
-                s.pk,
+    for skill in ranked[: len(live) - limit]:
+        if _set_status(
+            skill,
+            status=Skill.Status.ARCHIVED,
+            now=now,
+            kind=SkillEvent.Kind.ARCHIVED,
+            reason=(
+                f"Over the limit of {limit} skills: among the least used "
+                f"({skill.use_count} uses"
+                + (
+                    f", last on {skill.last_used_at.date().isoformat()})."
+                    if skill.last_used_at
+                    else ", never used)."
+                )
             ),
-        )
-        for skill in ranked[: len(live) - limit]:
-            if _set_status(
-                skill,
-                status=Skill.Status.ARCHIVED,
-                now=now,
-                kind=SkillEvent.Kind.ARCHIVED,
-                reason=(
-                    f"Over the limit of {limit} skills: among the least used "
-                    f"({skill.use_count} uses"
-                    + (
-                        f", last on {skill.last_used_at.date().isoformat()})."
-                        if skill.last_used_at
-                        else ", never used)."
-                    )
-                ),
-                limit=limit,
-                use_count=skill.use_count,
-            ):
-                report.over_limit.append(skill.name)
-    return report
+            limit=limit,
+            use_count=skill.use_count,
+        ):
+            report.over_limit.append(skill.name)
 
 
 def _merge_duplicates(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.html import escape
+
 from contexts.models import AuditEvent
 from memories import services
 from memories.models import CoreRevision, Memory, TriageDecision
@@ -172,3 +174,23 @@ def test_the_activity_page_filters_by_who_what_and_from_where(acme, alice, bob, 
     # the HTMX request gets the table alone
     fragment = client.get("/w/acme/activity/?user=bob", headers={"HX-Request": "true"})
     assert fragment.content.decode().lstrip().startswith('<div id="activity-table"')
+
+
+def test_a_refused_settle_shows_the_form_as_typed(acme, bob, as_user):
+    memories = _near_copies(acme)
+    ids = " ".join(str(m.pk) for m in sorted(memories, key=lambda m: m.pk))
+    typed = "Release branches: Mondays <b>before</b> standup"
+    response = as_user(bob).post(
+        "/w/acme/triage/conflict/", {"ids": ids, "conclusion": typed, "keep": memories[1].pk}
+    )
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Choose what to do with these memories." in page
+    assert f'rows="2">{escape(typed)}</textarea>' in page
+    assert f'<option value="{memories[1].pk}" selected>' in page
+    assert not TriageDecision.objects.exists()
+    again = as_user(bob).post(
+        "/w/acme/triage/conflict/", {"ids": ids, "decision": "consolidate", "conclusion": " "}
+    )
+    assert again.status_code == 400
+    assert 'value="consolidate" required checked>' in again.content.decode()

@@ -98,3 +98,32 @@ def test_an_injection_in_the_history_links_to_its_event_and_says_why(
     page = as_user(bob).get(link.split("#")[0]).content.decode()
     assert f'id="event-{injection.pk}"' in page
     assert f'id="event-{injection.pk}-memory-{fact.pk}" class="focus"' in page
+
+
+def test_the_decay_chart_is_the_ranking_formula_with_the_ledger_marks(acme, victor, as_user):
+    from contexts.knobs import knob
+    from memories.decay import retention
+
+    story = session_story(acme)
+    month_ago = timezone.now() - timedelta(days=30)
+    Memory.objects.filter(pk=story.used.pk).update(last_accessed=month_ago, access_count=1)
+    memory = Memory.objects.get(pk=story.used.pk)
+    html = as_user(victor).get(f"/w/acme/memories/{memory.pk}/").content.decode()
+    chart = html.split('id="decay"')[1].split("</figure>")[0]
+    # injected, then recalled: two marks on the time axis, each named
+    assert chart.count("<circle") == 2
+    assert 'class="mark-injected"' in chart and 'class="mark-recalled"' in chart
+    # the solid line ends now, at the retention recall ranks it with
+    top, bottom = 10, 150 - 22
+    last_y = float(chart.split('class="curve" points="')[1].split('"')[0].split()[-1].split(",")[1])
+    drawn = (bottom - last_y) / (bottom - top)
+    expected = retention(
+        last_accessed=month_ago, access_count=1, source=memory.source, now=timezone.now(),
+        base_tau_days=float(knob(acme, "decay_tau_days")),
+    )  # fmt: skip
+    assert abs(drawn - expected) < 0.01
+    assert 'class="threshold"' in chart and "falls below the cleanup threshold" in chart
+    Memory.objects.filter(pk=memory.pk).update(pinned=True)
+    html = as_user(victor).get(f"/w/acme/memories/{memory.pk}/").content.decode()
+    chart = html.split('id="decay"')[1].split("</figure>")[0]
+    assert 'class="threshold"' not in chart and "Pinned: the cleanup never removes it" in chart

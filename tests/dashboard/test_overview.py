@@ -27,12 +27,22 @@ def test_it_counts_draws_growth_and_the_use_rate(acme, bob, as_user):
     assert "<strong>3</strong> current memories" in html
     assert "<strong>1</strong> session" in html
     # one bar per day, the last of them today's two memories
-    chart = html.split('aria-label="memories written per day')[1].split("</svg>")[0]
+    chart = html.split('id="created-chart-title"')[1].split("</svg>")[0]
     assert chart.count("<rect") == 30
+    # labelled axes: counts up the side, dates along the bottom
+    assert 'dy="0.32em">2</text>' in chart
+    assert timezone.now().strftime("%b") in chart.split('class="x-labels"')[1]
     assert f"{timezone.now().date().isoformat()}: 2</title>" in html
     # two ids injected, one of them then recalled
     assert "<strong>50%</strong>" in html and "1 of 2 injected memories" in html
     assert f"/w/acme/sessions/{story.session.pk}/" in html
+
+
+def test_the_range_picker_shows_90_days(acme, bob, as_user):
+    html = as_user(bob).get("/w/acme/?days=90").content.decode()
+    assert "Growth, last 90 days" in html
+    chart = html.split('id="sessions-chart-title"')[1].split("</svg>")[0]
+    assert chart.count("<rect") == 90
 
 
 def test_fading_insights_are_listed_and_inert(acme, bob, as_user):

@@ -61,9 +61,14 @@ def test_the_session_page_tells_what_the_model_saw_and_why(acme, bob, as_user):
     assert "mark-injected" in unused and "mark-recalled" not in unused
     # refs, the summary tree (the leaves under the node that condensed them), the scratchpad
     assert story.ref.sha256[:16] in html and "Show original" in html
-    tree = html.split('id="summaries"')[1]
+    drawn, tree = html.split('id="summaries"')[1].split('<ul class="tree">', 1)
     assert tree.index("d1-1-2") < tree.index("d0-1-1") < tree.index("d0-2-2")
     assert tree.split("d1-1-2")[1].split("</li>")[0].count('<ul class="tree">') == 1
+    # drawn too: the condensing note's box above its two leaves, a line down to each
+    boxes = drawn.split('<g class="nodes">')[1].split("</g>")[0]
+    assert boxes.index("d1-1-2") < boxes.index("d0-1-1") < boxes.index("d0-2-2")
+    assert 'class="active"' in boxes.split("d0-1-1")[0]  # only the top note is active
+    assert drawn.split('<g class="edges">')[1].split("</g>")[0].count("<line") == 2
     assert "todo: verify" in html and "Version 1" in html
 
 

@@ -46,6 +46,15 @@ def session_log() -> list[tuple[str, dict[str, Any]]]:
     """Two turns: a crash is diagnosed, a dead end is tried, the fix lands, lint is left."""
     return [
         ("session-start", {"session_id": "cc-1", "source": "startup"}),
+        *diagnosing_turn(),
+        *fixing_turn(),
+        ("session-end", {"reason": "exit"}),
+    ]
+
+
+def diagnosing_turn() -> list[tuple[str, dict[str, Any]]]:
+    """The crash is reported, the code read, the failing test run: its cause is named."""
+    return [
         (
             "user-prompt",
             {
@@ -88,6 +97,12 @@ def session_log() -> list[tuple[str, dict[str, Any]]]:
                 )
             },
         ),
+    ]
+
+
+def fixing_turn() -> list[tuple[str, dict[str, Any]]]:
+    """A package that does not exist, the edit that fixes it, lint still failing."""
+    return [
         ("user-prompt", {"prompt": "Fix it without changing the public API of HeaderMap."}),
         (
             "post-tool-use",
@@ -129,7 +144,6 @@ def session_log() -> list[tuple[str, dict[str, Any]]]:
                 )
             },
         ),
-        ("session-end", {"reason": "exit"}),
     ]
 
 

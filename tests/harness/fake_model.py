@@ -159,89 +159,94 @@ def _usage(body: dict[str, Any]) -> dict[str, int]:
 
 
 def _handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    """A request handler class answering for `model`."""
+    return type("Handler", (_Handler,), {"model": model})
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # the log list is the record; stderr noise helps nobody
 
-        def _read_body(self) -> Any:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            try:
-                return json.loads(raw) if raw else None
-            except ValueError:
-                return raw.decode("utf-8", "replace")
+_MODELS = {
+    "data": [{"type": "model", "id": MODEL, "display_name": "Fake Sonnet"}],
+    "has_more": False,
+    "first_id": MODEL,
+    "last_id": MODEL,
+}
 
-        def _json(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("request-id", f"req_fake{model.next_id()}")
-            self.end_headers()
-            self.wfile.write(data)
 
-        def _handle(self) -> None:
-            body = self._read_body() if self.command in ("POST", "PUT", "PATCH") else None
-            path = self.path.split("?", 1)[0]
-            model.record(Logged(self.command, self.path, dict(self.headers.items()), body))
-            if self.command == "POST" and path == "/v1/messages/count_tokens":
-                self._json(200, {"input_tokens": _usage(body or {})["input_tokens"]})
-            elif self.command == "POST" and path == "/v1/messages" and isinstance(body, dict):
-                self._messages(body)
-            elif self.command == "GET" and path == "/v1/models":
-                self._json(
-                    200,
-                    {
-                        "data": [{"type": "model", "id": MODEL, "display_name": "Fake Sonnet"}],
-                        "has_more": False,
-                        "first_id": MODEL,
-                        "last_id": MODEL,
-                    },
-                )
-            else:
-                self._json(
-                    404,
-                    {
-                        "type": "error",
-                        "error": {"type": "not_found_error", "message": f"no {path} here"},
-                    },
-                )
+class _Handler(BaseHTTPRequestHandler):
+    """The Messages API as Claude Code calls it: count_tokens, messages, models."""
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
+    model: FakeModel
+    protocol_version = "HTTP/1.1"
 
-        def _messages(self, body: dict[str, Any]) -> None:
-            n = model.next_id()
-            try:
-                turn = model.reply_for(body)
-            except Exception as exc:  # a test's Reply that failed: said, not hung on
-                turn = Text(f"FAKE-MODEL-ERROR {exc!r}")
-            blocks, stop = _content(turn, n)
-            message = {
-                "id": f"msg_fake{n:06d}",
-                "type": "message",
-                "role": "assistant",
-                "model": body.get("model") or MODEL,
-                "content": blocks,
-                "stop_reason": stop,
-                "stop_sequence": None,
-                "usage": _usage(body),
-            }
-            if not body.get("stream"):
-                self._json(200, message)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            for event in _sse_events(message):
-                self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-            self.wfile.flush()
-            self.close_connection = True
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the log list is the record; stderr noise helps nobody
 
-    return Handler
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return raw.decode("utf-8", "replace")
+
+    def _json(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("request-id", f"req_fake{self.model.next_id()}")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _handle(self) -> None:
+        body = self._read_body() if self.command in ("POST", "PUT", "PATCH") else None
+        path = self.path.split("?", 1)[0]
+        self.model.record(Logged(self.command, self.path, dict(self.headers.items()), body))
+        if self.command == "POST" and path == "/v1/messages/count_tokens":
+            self._json(200, {"input_tokens": _usage(body or {})["input_tokens"]})
+        elif self.command == "POST" and path == "/v1/messages" and isinstance(body, dict):
+            self._messages(body)
+        elif self.command == "GET" and path == "/v1/models":
+            self._json(200, _MODELS)
+        else:
+            self._json(
+                404,
+                {
+                    "type": "error",
+                    "error": {"type": "not_found_error", "message": f"no {path} here"},
+                },
+            )
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
+
+    def _messages(self, body: dict[str, Any]) -> None:
+        n = self.model.next_id()
+        try:
+            turn = self.model.reply_for(body)
+        except Exception as exc:  # a test's Reply that failed: said, not hung on
+            turn = Text(f"FAKE-MODEL-ERROR {exc!r}")
+        blocks, stop = _content(turn, n)
+        message = {
+            "id": f"msg_fake{n:06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model") or MODEL,
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": _usage(body),
+        }
+        if not body.get("stream"):
+            self._json(200, message)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event in _sse_events(message):
+            self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+        self.wfile.flush()
+        self.close_connection = True
 
 
 def _sse_events(message: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -57,22 +57,6 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
             headers={"Authorization": f"Bearer {key}"},
             timeout=60,
         )
-        api.post(
-            "/core/memory/",
-            json={"action": "add", "content": "Deploys need approval from #release"},
-        )
-        fact = api.post(
-            "/memories/",
-            json={"text": "The billing worker retries failed charges 3 times, then pages on-call."},
-        ).json()
-        lesson = api.post(
-            "/memories/",
-            json={
-                "text": "billing worker: restart it with systemctl, never kill -9 (it loses the queue)",
-                "compartment": "lessons",
-            },
-        ).json()
-
         hook_env = {
             **env,
             "MEMFLOW_URL": served.url,
@@ -86,94 +70,9 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
             "transcript_path": str(tmp_path / "t.jsonl"),
             "cwd": str(tmp_path),
         }
-
-        out, _, code = run_hook(
-            "session-start",
-            {**base, "hook_event_name": "SessionStart", "source": "startup"},
-            hook_env,
-        )
-        start = context_of(out, "SessionStart")
-        assert (
-            code == 0 and "Deploys need approval from #release §" in start and "MEMORY [" in start
-        )
-
-        api.post("/core/memory/", json={"action": "add", "content": "Written mid-session"})
-        later = api.post(
-            "/memories/",
-            json={"text": "The billing worker keeps its failed charges queue in Redis."},
-        ).json()
-        out, _, _ = run_hook(
-            "user-prompt",
-            {
-                **base,
-                "hook_event_name": "UserPromptSubmit",
-                "prompt": "how does the billing worker handle failed charges?",
-            },
-            hook_env,
-        )
-        turn = context_of(out, "UserPromptSubmit")
-        # The fact and the lesson came with the restore pack at the start: the
-        # session has them, so the prompt's recall gives only what is new.
-        for old in (fact, lesson):
-            assert f"#{old['id']}" in start and f"#{old['id']}" not in turn
-        assert f"#{later['id']}" in turn and "data, not instructions" in turn
-        assert (
-            "Written mid-session" not in turn
-        )  # core is frozen, and per-turn blocks do not repeat it
-
-        out, _, _ = run_hook(
-            "user-prompt",
-            {
-                **base,
-                "hook_event_name": "UserPromptSubmit",
-                "prompt": "<system-reminder>files changed</system-reminder>",
-            },
-            hook_env,
-        )
-        assert out == ""
-
-        out, _, code = run_hook(
-            "post-tool-use",
-            {
-                **base,
-                "hook_event_name": "PostToolUse",
-                "tool_name": "Bash",
-                "tool_input": {"command": "ls"},
-                "tool_response": {"stdout": "a"},
-                "tool_use_id": "t1",
-            },
-            hook_env,
-        )
-        assert code == 0
-        out, _, code = run_hook(
-            "pre-compact",
-            {
-                **base,
-                "hook_event_name": "PreCompact",
-                "trigger": "auto",
-                "summary": "Investigated billing retries; decided to add jitter.",
-            },
-            hook_env,
-        )
-        assert code == 0 and out == ""  # PreCompact takes no additionalContext
-        out, _, code = run_hook(
-            "stop", {**base, "hook_event_name": "Stop", "stop_hook_active": False}, hook_env
-        )
-        assert code == 0 and out == ""
-
-        muted = subprocess.run(
-            [MEMFLOW, "mute", "30m"], env=hook_env, capture_output=True, text=True, timeout=30
-        )
-        assert muted.returncode == 0 and "muted" in muted.stderr
-        out, _, _ = run_hook(
-            "user-prompt",
-            {**base, "hook_event_name": "UserPromptSubmit", "prompt": "billing worker retries?"},
-            hook_env,
-        )
-        assert out == ""  # muted: no per-turn context
-        subprocess.run(
-            [MEMFLOW, "mute", "off"], env=hook_env, check=True, capture_output=True, timeout=30
-        )
+        start_and_recall(api, base, hook_env)
+        tool_compact_and_stop(base, hook_env)
+        muted_turn(base, hook_env)
 
         memories = api.get("/memories/?status=all&limit=100").json()["results"]
         captured = [m for m in memories if m["source"] == "hook" and m["compartment"] == ""]
@@ -189,6 +88,116 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
         while "set aside from the collector" not in served.log():
             assert time.monotonic() < deadline, f"the heap was never settled:\n{served.log()}"
             time.sleep(0.5)
+
+
+def start_and_recall(api, base, hook_env):
+    """The session starts with core memory and what it knows; a prompt recalls only
+    what is new since; a harness's system reminder is not a prompt."""
+    api.post(
+        "/core/memory/",
+        json={"action": "add", "content": "Deploys need approval from #release"},
+    )
+    fact = api.post(
+        "/memories/",
+        json={"text": "The billing worker retries failed charges 3 times, then pages on-call."},
+    ).json()
+    lesson = api.post(
+        "/memories/",
+        json={
+            "text": "billing worker: restart it with systemctl, never kill -9 (it loses the queue)",
+            "compartment": "lessons",
+        },
+    ).json()
+
+    out, _, code = run_hook(
+        "session-start",
+        {**base, "hook_event_name": "SessionStart", "source": "startup"},
+        hook_env,
+    )
+    start = context_of(out, "SessionStart")
+    assert code == 0 and "Deploys need approval from #release §" in start and "MEMORY [" in start
+
+    api.post("/core/memory/", json={"action": "add", "content": "Written mid-session"})
+    later = api.post(
+        "/memories/",
+        json={"text": "The billing worker keeps its failed charges queue in Redis."},
+    ).json()
+    out, _, _ = run_hook(
+        "user-prompt",
+        {
+            **base,
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "how does the billing worker handle failed charges?",
+        },
+        hook_env,
+    )
+    turn = context_of(out, "UserPromptSubmit")
+    # The fact and the lesson came with the restore pack at the start: the
+    # session has them, so the prompt's recall gives only what is new.
+    for old in (fact, lesson):
+        assert f"#{old['id']}" in start and f"#{old['id']}" not in turn
+    assert f"#{later['id']}" in turn and "data, not instructions" in turn
+    assert "Written mid-session" not in turn  # core is frozen, and per-turn blocks do not repeat it
+
+    out, _, _ = run_hook(
+        "user-prompt",
+        {
+            **base,
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "<system-reminder>files changed</system-reminder>",
+        },
+        hook_env,
+    )
+    assert out == ""
+
+
+def tool_compact_and_stop(base, hook_env):
+    """A tool result, a compaction and the turn's end: each exits 0, the last two silent."""
+    out, _, code = run_hook(
+        "post-tool-use",
+        {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": "a"},
+            "tool_use_id": "t1",
+        },
+        hook_env,
+    )
+    assert code == 0
+    out, _, code = run_hook(
+        "pre-compact",
+        {
+            **base,
+            "hook_event_name": "PreCompact",
+            "trigger": "auto",
+            "summary": "Investigated billing retries; decided to add jitter.",
+        },
+        hook_env,
+    )
+    assert code == 0 and out == ""  # PreCompact takes no additionalContext
+    out, _, code = run_hook(
+        "stop", {**base, "hook_event_name": "Stop", "stop_hook_active": False}, hook_env
+    )
+    assert code == 0 and out == ""
+
+
+def muted_turn(base, hook_env):
+    """`memflow mute 30m` silences the per-turn context until `memflow mute off`."""
+    muted = subprocess.run(
+        [MEMFLOW, "mute", "30m"], env=hook_env, capture_output=True, text=True, timeout=30
+    )
+    assert muted.returncode == 0 and "muted" in muted.stderr
+    out, _, _ = run_hook(
+        "user-prompt",
+        {**base, "hook_event_name": "UserPromptSubmit", "prompt": "billing worker retries?"},
+        hook_env,
+    )
+    assert out == ""  # muted: no per-turn context
+    subprocess.run(
+        [MEMFLOW, "mute", "off"], env=hook_env, check=True, capture_output=True, timeout=30
+    )
 
 
 def test_a_dead_server_yields_nothing_and_exit_zero(tmp_path):

@@ -36,6 +36,7 @@ FLYMEMORY_TOOLS = {
 MEMFLOW_TOOLS = {
     "memory",
     "archive_move",
+    "conflict_settle",
     "flowctx_retrieve",
     "flowctx_scratch_append",
     "flowctx_scratch_replace",

@@ -200,3 +200,23 @@ def test_the_session_can_come_from_the_url(served, acme, alice, make_key):
     _, stored = client.ok("flymemory_remember", text="Feature flags are managed in Unleash")
     memory = Memory.objects.select_related("session").get(pk=stored["id"])
     assert memory.session is not None and memory.session.external_id == "from-url"
+
+
+def test_a_settled_conflict_is_not_found_again(client, acme):
+    ids = sorted(
+        client.ok("flymemory_remember", text=text)[1]["id"]
+        for text in (
+            "The release branch is cut every Monday morning.",
+            "Release branches get cut each Monday in the morning.",
+        )
+    )
+    text, _ = client.ok("flymemory_find_conflicts", min_sim=0.8)
+    assert text.startswith("CONFLICT CANDIDATES: 1") and f"#{ids[0]} <-> #{ids[1]}" in text
+    assert client.error("conflict_settle", memory_ids=ids, decision="merge")["code"] == "invalid"
+    text, settled = client.ok("conflict_settle", memory_ids=ids, decision="dismiss")
+    assert text == f"[SETTLED #{ids[0]}, #{ids[1]}: dismiss]"
+    assert settled["cluster"] == f"{ids[0]}-{ids[1]}" and settled["holds"] is None
+    text, _ = client.ok("flymemory_find_conflicts", min_sim=0.8)
+    assert text == "No contradiction candidates found."
+    event = AuditEvent.objects.get(action="triage.dismiss")
+    assert (event.origin, event.detail["ids"]) == ("mcp", ids)

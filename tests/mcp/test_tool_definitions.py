@@ -27,6 +27,8 @@ ARGUMENTS = {
         "state_key",
         "state_value",
         "session_id",
+        "private",
+        "ttl",
     },
     "flymemory_recall": {
         "query",
@@ -60,6 +62,7 @@ ARGUMENTS = {
     "flymemory_state_history": {"state_key"},
     "flymemory_consolidate": {"memory_ids", "conclusion", "compartment", "session_id"},
     "flymemory_find_conflicts": {"min_sim", "limit"},
+    "conflict_settle": {"memory_ids", "decision", "conclusion", "keep"},
     "flymemory_insights": {"decay_threshold", "limit"},
     "flymemory_forget": {"memory_id"},
     "flymemory_cleanup": {"min_retention", "protect_model_stored", "dry_run"},

@@ -121,3 +121,18 @@ def test_a_daily_schedule_runs_the_cleanup(acme):
     Memory.objects.filter(pk=memory.pk).update(last_accessed=timezone.now() - timedelta(days=5000))
     assert tasks.cleanup_all_workspaces() == 1
     assert Memory.objects.get(pk=memory.pk).forgotten_at is not None
+
+
+@pytest.mark.parametrize(("source", "count", "threshold"), [("hook", 0, 0.1), ("model", 3, 0.033)])
+def test_the_day_it_falls_below_is_where_retention_crosses_the_threshold(source, count, threshold):
+    then = timezone.now()
+    below = decay.falls_below(
+        last_accessed=then, access_count=count, source=source, threshold=threshold
+    )
+    assert below is not None
+
+    def at(moment):
+        return decay.retention(last_accessed=then, access_count=count, source=source, now=moment)
+
+    assert at(below - timedelta(days=1)) > threshold > at(below + timedelta(days=1))
+    assert decay.falls_below(last_accessed=then, access_count=0, source="hook", threshold=0) is None

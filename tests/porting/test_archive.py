@@ -27,6 +27,14 @@ def day(n: int) -> dt.datetime:
 @pytest.fixture
 def filled(acme, alice):
     """A workspace using every kind of thing an archive carries."""
+    fill_memories(acme, alice)
+    fill_core_memory(acme, alice)
+    fill_declarations_skills_and_refs(acme, alice)
+    return acme
+
+
+def fill_memories(acme, alice):
+    """Memories with a history: an extension, a state change, a conclusion, a supersede."""
     session = context_services.agent_session_get_or_create(
         workspace=acme, external_id="cc-session-1", user=alice, app="claude-code"
     )
@@ -75,6 +83,9 @@ def filled(acme, alice):
     services.memory_pin(memory=staging, pinned=True)
     services.memory_rehearse(ids=[staging.pk, tuesday.pk])
 
+
+def fill_core_memory(acme, alice):
+    """USER and MEMORY core memory, an archived fact and a raised limit."""
     for fact in ("Rust service at ~/code/myapi, Axum + SQLx", "Never commit .env files"):
         core.core_edit(scope="memory", action="add", workspace=acme, user=None, content=fact)
     core.core_edit(scope="memory", action="add", workspace=acme, user=None, content="Old fact")
@@ -86,6 +97,9 @@ def filled(acme, alice):
         scope="user", action="add", workspace=acme, user=alice, content="Prefers short answers"
     )
 
+
+def fill_declarations_skills_and_refs(acme, alice):
+    """Context settings, a declaration and its documents, a skill, a pinned tool output."""
     context_services.context_config_set(workspace=acme, options={"perFileBytes": 4096})
     context_services.declaration_store(
         workspace=acme,
@@ -114,7 +128,6 @@ def filled(acme, alice):
         exit_code=1,
     ).ref
     flowctx_services.compression_pin(ref=ref, pinned=True)
-    return acme
 
 
 def members(path) -> dict[str, bytes]:

@@ -362,17 +362,82 @@ def _gone(pid: int) -> bool:
         return True
 
 
+class Writers:
+    """Four clients writing facts, bulk batches and state changes until stopped or
+    the server is gone; each keeps what the server answered as written."""
+
+    def __init__(self, base: str, headers: dict[str, str]) -> None:
+        self.base, self.headers = base, headers
+        self.acknowledged: list[tuple[str, int]] = []  # (text, id) of every 201
+        self.bulks: list[str] = []  # tags of bulk writes that were answered
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.write, args=(n,)) for n in range(4)]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def join(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=60)
+
+    def write(self, n: int) -> None:
+        rng = random.Random(n)
+        base = self.base
+        with httpx.Client(headers=self.headers, timeout=30) as client:
+            i = 0
+            while not self.stop.is_set():
+                i += 1
+                words = " ".join(rng.choice(WORDS) for _ in range(10))
+                try:
+                    if i % 4 == 0:
+                        tag = f"bulk-{n}-{i}"
+                        items = [{"text": f"{tag} item {j}: {words}"} for j in range(8)]
+                        answer = client.post(f"{base}/memories/bulk/", json={"items": items})
+                        if answer.status_code in (200, 201):
+                            with self.lock:
+                                self.bulks.append(tag)
+                    elif i % 4 == 1:
+                        state = {
+                            "text": f"The on-call engineer is now {words}",
+                            "state_key": "oncall",
+                            "state_value": f"w{n}-{i}",
+                        }
+                        client.post(f"{base}/memories/", json=state)
+                    else:
+                        text = f"Writer {n} fact {i}: {words}"
+                        answer = client.post(f"{base}/memories/", json={"text": text})
+                        if answer.status_code == 201:
+                            with self.lock:
+                                self.acknowledged.append((text, answer.json()["id"]))
+                except httpx.HTTPError:
+                    return  # the server is gone
+
+
+def kill_everything(served: Any, data_dir: Path) -> None:
+    """Everything at once, mid-traffic: memflow serve, uvicorn, and Postgres."""
+    pg = postmaster_pid(data_dir)
+    backends = [child.pid for child in psutil.Process(pg).children()]
+    os.killpg(served.process.pid, signal.SIGKILL)
+    os.kill(pg, signal.SIGKILL)
+    served.process.wait()
+    # The postmaster is not our child: wait until it and its orphaned
+    # backends are gone, or the restart finds them still dying (a live
+    # pid in postmaster.pid, shared memory still attached).
+    wait_for(
+        "the killed Postgres to exit",
+        lambda: all(_gone(pid) for pid in [pg, *backends]),
+        seconds=60,
+    )
+
+
 def test_the_server_and_its_database_killed_under_writes_lose_nothing_answered(tmp_path):
     data_dir = tmp_path / "data"
     env = env_for(data_dir)
-    acknowledged: list[tuple[str, int]] = []  # (text, id) of every 201
-    bulks: list[str] = []  # tags of bulk writes that were answered
-    lock = threading.Lock()
-    stop = threading.Event()
-
     with serving(env, "--no-worker", "--web-workers", "2", timeout=180) as served:
         key = first_run_key(data_dir)
-        base = f"{served.url}/api/v1/workspaces/default"
         headers = {"Authorization": f"Bearer {key}"}
         wait_for(
             "the embedding model",
@@ -380,89 +445,19 @@ def test_the_server_and_its_database_killed_under_writes_lose_nothing_answered(t
             seconds=120,
             step=0.5,
         )
-
-        def writer(n: int) -> None:
-            rng = random.Random(n)
-            with httpx.Client(headers=headers, timeout=30) as client:
-                i = 0
-                while not stop.is_set():
-                    i += 1
-                    words = " ".join(rng.choice(WORDS) for _ in range(10))
-                    try:
-                        if i % 4 == 0:
-                            tag = f"bulk-{n}-{i}"
-                            items = [{"text": f"{tag} item {j}: {words}"} for j in range(8)]
-                            answer = client.post(f"{base}/memories/bulk/", json={"items": items})
-                            if answer.status_code in (200, 201):
-                                with lock:
-                                    bulks.append(tag)
-                        elif i % 4 == 1:
-                            state = {
-                                "text": f"The on-call engineer is now {words}",
-                                "state_key": "oncall",
-                                "state_value": f"w{n}-{i}",
-                            }
-                            client.post(f"{base}/memories/", json=state)
-                        else:
-                            text = f"Writer {n} fact {i}: {words}"
-                            answer = client.post(f"{base}/memories/", json={"text": text})
-                            if answer.status_code == 201:
-                                with lock:
-                                    acknowledged.append((text, answer.json()["id"]))
-                    except httpx.HTTPError:
-                        return  # the server is gone
-
-        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-        for thread in threads:
-            thread.start()
-        wait_for("forty answered writes", lambda: len(acknowledged) >= 40, seconds=180)
-        # Everything at once, mid-traffic: memflow serve, uvicorn, and Postgres.
-        pg = postmaster_pid(data_dir)
-        backends = [child.pid for child in psutil.Process(pg).children()]
-        os.killpg(served.process.pid, signal.SIGKILL)
-        os.kill(pg, signal.SIGKILL)
-        served.process.wait()
-        # The postmaster is not our child: wait until it and its orphaned
-        # backends are gone, or the restart finds them still dying (a live
-        # pid in postmaster.pid, shared memory still attached).
-        wait_for(
-            "the killed Postgres to exit",
-            lambda: all(_gone(pid) for pid in [pg, *backends]),
-            seconds=60,
-        )
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
+        writers = Writers(f"{served.url}/api/v1/workspaces/default", headers)
+        writers.start()
+        wait_for("forty answered writes", lambda: len(writers.acknowledged) >= 40, seconds=180)
+        kill_everything(served, data_dir)
+        writers.join()
+    acknowledged, bulks = writers.acknowledged, writers.bulks
     print(f"killed after {len(acknowledged)} answered writes and {len(bulks)} bulk writes")
 
     # A restart recovers the database (its WAL) and serves what was committed.
     with serving(env, "--no-worker", timeout=180) as again:
-        socket_dir = (data_dir / "pg" / "postmaster.pid").read_text().splitlines()[4]
-        with psycopg.connect(dbname="memflow", user="postgres", host=socket_dir) as conn:
-            rows = {
-                pk: (text, has_vector)
-                for pk, text, has_vector in conn.execute(
-                    "SELECT id, text, embedding IS NOT NULL FROM memories_memory"
-                ).fetchall()
-            }
-            current_states = conn.execute(
-                "SELECT count(*) FROM memories_memory WHERE state_key = 'oncall' "
-                "AND valid_to IS NULL"
-            ).fetchone()
-        for text, pk in acknowledged:
-            assert rows.get(pk) == (text, True), (pk, text)
-        assert all(has_vector for _, has_vector in rows.values())
-        # A bulk write is all there or not at all (and the answered ones are there).
-        by_tag: dict[str, int] = {}
-        for text, _ in rows.values():
-            if text.startswith("bulk-"):
-                tag = text.split(" item ")[0]
-                by_tag[tag] = by_tag.get(tag, 0) + 1
-        assert all(n == 8 for n in by_tag.values()), by_tag
-        assert set(bulks) <= set(by_tag)
-        assert current_states == (1,)
+        assert_every_answered_write_kept(data_dir, acknowledged, bulks)
         # Recall (the HNSW index, the lexical index) answers from what survived.
-        text, pk = acknowledged[0]
+        text, _ = acknowledged[0]
         recall = httpx.post(
             f"{again.url}/api/v1/workspaces/default/recall/",
             json={"query": text},
@@ -473,3 +468,33 @@ def test_the_server_and_its_database_killed_under_writes_lose_nothing_answered(t
         assert text in recall.text
     recovered = (data_dir / "pg" / "log").read_text()
     assert "database system was interrupted" in recovered or "not properly shut down" in recovered
+
+
+def assert_every_answered_write_kept(
+    data_dir: Path, acknowledged: list[tuple[str, int]], bulks: list[str]
+) -> None:
+    """Every answered write is in the database with its vector; a bulk write is all
+    there or not at all; one current state row survives for the state key."""
+    socket_dir = (data_dir / "pg" / "postmaster.pid").read_text().splitlines()[4]
+    with psycopg.connect(dbname="memflow", user="postgres", host=socket_dir) as conn:
+        rows = {
+            pk: (text, has_vector)
+            for pk, text, has_vector in conn.execute(
+                "SELECT id, text, embedding IS NOT NULL FROM memories_memory"
+            ).fetchall()
+        }
+        current_states = conn.execute(
+            "SELECT count(*) FROM memories_memory WHERE state_key = 'oncall' AND valid_to IS NULL"
+        ).fetchone()
+    for text, pk in acknowledged:
+        assert rows.get(pk) == (text, True), (pk, text)
+    assert all(has_vector for _, has_vector in rows.values())
+    # A bulk write is all there or not at all (and the answered ones are there).
+    by_tag: dict[str, int] = {}
+    for text, _ in rows.values():
+        if text.startswith("bulk-"):
+            tag = text.split(" item ")[0]
+            by_tag[tag] = by_tag.get(tag, 0) + 1
+    assert all(n == 8 for n in by_tag.values()), by_tag
+    assert set(bulks) <= set(by_tag)
+    assert current_states == (1,)

@@ -29,16 +29,22 @@ from memflow_site.porting.report import ExportReport, Progress, progress_bar
 from memflow_site.version import __version__
 from memories import core
 from memories.models import CoreMemory, Memory, MemoryEvidence
+from memories.selectors import visible_to
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
-def memories_export(*, workspace: Workspace, bar: Progress) -> tuple[str, dict[str, int]]:
+def memories_export(
+    *, workspace: Workspace, bar: Progress, user: User | None = None
+) -> tuple[str, dict[str, int]]:
     """`memories.jsonl` and its counts."""
     order = ("created_at", "id")
-    # Forgotten entries (tombstones) are not part of what the workspace knows.
-    kept = Memory.objects.filter(workspace=workspace, forgotten_at__isnull=True)
+    # Forgotten entries (tombstones) are not part of what the workspace knows;
+    # private ones only when their author exports (as for USER core memory).
+    kept = Memory.objects.filter(
+        visible_to(user.pk if user else None), workspace=workspace, forgotten_at__isnull=True
+    )
     pks = list(kept.order_by(*order).values_list("pk", flat=True))
     export_id = {pk: n for n, pk in enumerate(pks, start=1)}
     evidence: dict[int, list[int]] = defaultdict(list)
@@ -74,6 +80,7 @@ def memories_export(*, workspace: Workspace, bar: Progress) -> tuple[str, dict[s
                     "access_count": memory.access_count,
                     "last_accessed": _iso(memory.last_accessed),
                     "pinned": memory.pinned,
+                    "private": memory.private,
                     "expires_at": _iso(memory.expires_at),
                     "metadata": _remap_ids(memory.metadata or {}, export_id),
                     "created_at": _iso(memory.created_at),
@@ -167,7 +174,7 @@ def workspace_export(
     members: dict[str, bytes] = {}
     notes: list[str] = []
     with progress_bar(enabled=progress, label="export", total=5) as bar:
-        text, counts = memories_export(workspace=workspace, bar=bar)
+        text, counts = memories_export(workspace=workspace, bar=bar, user=user)
         members["memories.jsonl"] = text.encode("utf-8")
         core_manifest = _core_export(workspace=workspace, user=user, members=members)
         counts["core files"] = sum(1 for entry in core_manifest.values() if "file" in entry)

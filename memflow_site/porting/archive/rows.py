@@ -43,6 +43,7 @@ class _Row:
     strength: float
     access_count: int
     pinned: bool
+    private: bool = False
 
     @property
     def label(self) -> str:
@@ -105,6 +106,7 @@ def _row(number: int, line: dict[str, Any]) -> _Row:
         strength=strength,
         access_count=max(0, int(line.get("access_count") or 0)),
         pinned=bool(line.get("pinned")),
+        private=bool(line.get("private")),
     )
 
 
@@ -222,6 +224,7 @@ def _rows_insert(
                     access_count=row.access_count,
                     last_accessed=row.last_accessed,
                     pinned=row.pinned,
+                    private=row.private,
                     expires_at=row.expires_at,
                 )
                 imported.pks[row.eid] = memory.pk

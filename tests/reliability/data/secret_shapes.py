@@ -22,6 +22,7 @@ import json
 import random
 import string
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 ALNUM = string.ascii_letters + string.digits
@@ -111,6 +112,10 @@ CONTEXTS = [
 ]
 
 
+# Adds a credential in each of the given contexts (the first two of CONTEXTS by default).
+_Add = Callable[..., None]
+
+
 def credential_shapes(seed: int = 5) -> list[Shape]:
     """Over 200 texts, each holding one fake credential of a known format."""
     f = _Fake(seed)
@@ -120,7 +125,17 @@ def credential_shapes(seed: int = 5) -> list[Shape]:
         for context in contexts or CONTEXTS[:2]:
             out.append(Shape(kind, context.format(v=value)))
 
-    # --- fixed-prefix vendor tokens ------------------------------------------------
+    _vendor_tokens(f, add)
+    _private_keys(f, out)
+    _url_passwords(f, add)
+    _auth_headers(f, add)
+    _assignments(f, add)
+    _told_in_a_sentence(f, add)
+    return out
+
+
+def _vendor_tokens(f: _Fake, add: _Add) -> None:
+    """Fixed-prefix vendor tokens, and the other vendor formats."""
     for prefix in ("ghp", "gho", "ghu", "ghs", "ghr"):
         add("github", f"{prefix}_" + f.alnum(36))
     add("github fine-grained", "github_pat_" + f.alnum(22) + "_" + f.alnum(59), CONTEXTS[:3])
@@ -194,7 +209,9 @@ def credential_shapes(seed: int = 5) -> list[Shape]:
     add("memflow", "mf_" + f.urlsafe(43), CONTEXTS[:3])
     add("google api key", "AIza" + f.urlsafe(35), CONTEXTS[:3])
 
-    # --- private keys ---------------------------------------------------------------
+
+def _private_keys(f: _Fake, out: list[Shape]) -> None:
+    """PEM and other private key blocks."""
     for header in (
         "RSA PRIVATE KEY",
         "DSA PRIVATE KEY",
@@ -211,7 +228,9 @@ def credential_shapes(seed: int = 5) -> list[Shape]:
         )
     out.append(Shape("private key", "PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\n"))
 
-    # --- URLs with a password (review finding 5) ---------------------------------------
+
+def _url_passwords(f: _Fake, add: _Add) -> None:
+    """URLs with a password (review finding 5)."""
     for scheme, host in (
         ("postgres", "db.internal:5432/app"),
         ("postgresql", "10.0.0.5/analytics"),
@@ -234,7 +253,9 @@ def credential_shapes(seed: int = 5) -> list[Shape]:
         )
     add("basic auth url", "postgres://user:pass@host/db", ["{v}", "connect with {v}"])
 
-    # --- Authorization headers (review finding 5) --------------------------------------
+
+def _auth_headers(f: _Fake, add: _Add) -> None:
+    """Authorization headers (review finding 5)."""
     jwt = _jwt(f, {"sub": "fake-user-0001", "name": "Example Only", "iat": 1700000000})
     for template in (
         "Authorization: Bearer {v}",
@@ -262,7 +283,9 @@ def credential_shapes(seed: int = 5) -> list[Shape]:
         ["Authorization: Basic {v}", "curl -H 'Authorization: Basic {v}' http://localhost:8080/"],
     )
 
-    # --- password and secret assignments (review finding 5) ----------------------------
+
+def _assignments(f: _Fake, add: _Add) -> None:
+    """Password and secret assignments (review finding 5)."""
     assignments = [
         "password={v}",
         "PASSWORD: {v}",
@@ -302,7 +325,9 @@ def credential_shapes(seed: int = 5) -> list[Shape]:
     for name in ("GITHUB_TOKEN", "auth_token", "access_key", "X_API_TOKEN", "refresh-token"):
         add("token assignment", f.alnum(40), [f"{name}={{v}}"])
 
-    # --- a password told in a sentence (review finding 5) ------------------------------
+
+def _told_in_a_sentence(f: _Fake, add: _Add) -> None:
+    """A password told in a sentence (review finding 5)."""
     sentences = [
         "the db password is {v}",
         "my password: {v}",
@@ -334,7 +359,6 @@ def credential_shapes(seed: int = 5) -> list[Shape]:
         "secret key: {v}",
     ):
         add("natural language", f.alnum(32), [template])
-    return out
 
 
 # --- ordinary test logs ------------------------------------------------------------------------

@@ -1,0 +1,434 @@
+"""The rules: detect-secrets' vendor and keyword rules, and those memflow adds."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from contexts.secrets.scan import Finder, Span, _anchor, _Scan
+from contexts.secrets.values import (
+    _NOT_A_SECRET_NAME,
+    _TEMPLATE,
+    _TRAILING,
+    _credible,
+    _entropy,
+    _first_token,
+    _heuristic,
+)
+
+# --- detect-secrets' vendor rules -----------------------------------------------------------
+
+
+def _span_of(match: re.Match[str], group: int) -> tuple[int, int]:
+    start, end = match.span(group)
+    text = match.string
+    # Some patterns take the character around the value too (`(?:\s|"|$)`).
+    while start < end and text[start] in " \t\"'=:":
+        start += 1
+    while end > start and text[end - 1] in " \t\"'\r\n":
+        end -= 1
+    return start, end
+
+
+def _regex_finder(
+    kind: str,
+    patterns: Any,
+    *,
+    group: int = 0,
+    valid: Callable[[str], bool] | None = None,
+    extend: re.Pattern[str] | None = None,
+) -> Finder:
+    compiled = tuple(patterns)
+
+    def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+        text = scan.text
+        for pattern in compiled:
+            for match in pattern.finditer(text, start, end):
+                s, e = _span_of(match, group if pattern.groups >= group else 0)
+                if e <= s or (valid is not None and not valid(text[s:e])):
+                    continue
+                if extend is not None and (more := extend.match(text, e)) is not None:
+                    e = more.end()
+                yield s, e, kind
+
+    return find
+
+
+def _jwt_valid(token: str) -> bool:
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
+    return bool(JwtTokenDetector.is_formally_valid(token))
+
+
+# Fixed-prefix vendor formats detect-secrets has not, or only in a narrower
+# shape: (kind, how it starts, what follows).
+_VENDOR_FORMATS = [
+    ("GitHub token", "gh[pousr]_", r"[A-Za-z0-9]{20,}"),
+    ("GitHub fine-grained token", "github_pat_", r"[A-Za-z0-9_]{20,}"),
+    ("PyPI token", "pypi-", r"AgEI[A-Za-z0-9_\-]{16,}"),
+    ("Anthropic key", "sk-ant-", r"[A-Za-z0-9_\-]{16,}"),
+    ("OpenAI project key", "sk-proj-", r"[A-Za-z0-9_\-]{16,}"),
+    ("OpenAI key", "sk-", r"[A-Za-z0-9]{32,}"),
+    ("Slack token", "xox", r"[bpoasr]-[A-Za-z0-9\-]{10,}"),
+    ("Google API key", "AIza", r"[0-9A-Za-z_\-]{35}"),
+    ("memflow API key", "mf_", r"[A-Za-z0-9_\-]{40,}"),
+]
+
+
+def _vendor_finders() -> list[Finder]:
+    return [
+        _regex_finder(kind, [re.compile(r"(?<![A-Za-z0-9_\-])" + start + rest)])
+        for kind, start, rest in _VENDOR_FORMATS
+    ]
+
+
+# A password in a URL, whatever its characters: detect-secrets' pattern leaves
+# out `!$&'()*+,;=`, which typed passwords often hold.
+_URL_PASSWORD = re.compile(r"://[^\s:/?#@\[\]\"'<>]*:([^\s/?#@\[\]\"'<>]+)@")
+
+
+def _url_password_valid(password: str) -> bool:
+    heuristic = _heuristic()
+    return not (
+        heuristic.is_templated_secret(password)
+        or password.startswith("$")
+        or set(password) <= set("*x")
+        or _TEMPLATE.search(password)
+    )
+
+
+# --- detect-secrets' keyword rules --------------------------------------------------------------
+
+
+def _keyword_finder() -> Finder:
+    """`password = "…"`, `secret: …`, `pwd := …`, `"…" == api_key`: the keyword
+    plugin's forms, tried where one of its keywords starts."""
+    from detect_secrets.plugins import keyword
+
+    # Every form it knows, whatever the file type (a memory has none).
+    forms: dict[re.Pattern[str], int] = {}
+    for table in keyword.REGEX_BY_FILETYPE.values():
+        forms.update(table)
+    forms.update(keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP)
+    preceded = keyword.PRECEDED_BY_EQUAL_COMPARISON_SIGNS_QUOTES_REQUIRED_REGEX
+    # The forms a sign after the keyword can begin (`:` → `password: …`, `:=`…).
+    by_sign: dict[bytes, list[tuple[re.Pattern[str], int]]] = {}
+    for sign, names in _KEYWORD_FORMS.items():
+        for byte in sign:
+            by_sign[bytes([byte])] = [
+                (form, forms[form]) for form in (getattr(keyword, n) for n in names)
+            ]
+    colon = keyword.FOLLOWED_BY_COLON_REGEX
+    # Its keywords, to find where one starts in the lower-cased text (`ñ` is `?` there).
+    keywords = [k.replace("ñ", ".").encode() for k in keyword.DENYLIST]
+    name = re.compile(rb"(?:" + b"|".join(keywords) + rb")\w*")
+    heuristic = _heuristic()
+
+    def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+        text, folded = scan.text, scan.folded
+        tried: set[int] = set()
+        for hit in hits:
+            use = scan.uses.get(hit, 0)
+            if not use & (_ASSIGNED | _COMPARED):
+                continue
+            if folded.startswith(b"key", hit) and not (
+                _key_named(folded, hit) or folded.startswith((b"key_pass", b"keypass"), hit)
+            ):
+                continue  # `key` alone is no keyword; `api_key`, `db_key`, `key_pass` are
+            found = name.search(folded, max(start, hit - 9), min(end, hit + 12))
+            if found is None or found.start() in tried:
+                continue
+            at = found.start()
+            tried.add(at)
+            candidates = iter(by_sign.get(scan.signs.get(hit, b""), ()))
+            if use & _COMPARED:
+                candidates = itertools.chain(candidates, [(preceded, 2)])
+            for pattern, group in candidates:
+                if pattern is preceded:
+                    match = pattern.search(text, max(start, at - 140), end)
+                else:
+                    match = pattern.match(text, at, end)
+                if match is None:
+                    continue
+                s, e = match.span(group)
+                quoted = s > 0 and text[s - 1] in "\"'`"
+                value = text[s:e].rstrip() if quoted else _first_token(text[s:e])
+                e = s + len(value)
+                identifier = _name_at(text, at, end)
+                if _NOT_A_SECRET_NAME.search(identifier):
+                    continue
+                if not _credible(value, quoted=quoted, strict=pattern is colon):
+                    continue
+                if not quoted and _prose_after(text, e, end, value):
+                    continue
+                line_end = text.find("\n", match.start(), end)
+                rest = text[match.start() : end if line_end < 0 else line_end]
+                if heuristic.is_indirect_reference(rest):
+                    continue
+                yield s, e, _password_or(identifier, "credential assignment")
+                break
+
+    return find
+
+
+_KEYWORD_FORMS = {
+    b":": ["FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX", "FOLLOWED_BY_COLON_REGEX",
+           "FOLLOWED_BY_COLON_QUOTES_REQUIRED_REGEX"],
+    b"=!": ["FOLLOWED_BY_EQUAL_SIGNS_REGEX", "FOLLOWED_BY_EQUAL_SIGNS_QUOTES_REQUIRED_REGEX",
+            "FOLLOWED_BY_ARROW_FUNCTION_SIGN_QUOTES_REQUIRED_REGEX",
+            "FOLLOWED_BY_EQUAL_SIGNS_OPTIONAL_BRACKETS_OPTIONAL_AT_SIGN_QUOTES_REQUIRED_REGEX"],
+    b"[": ["FOLLOWED_BY_EQUAL_SIGNS_OPTIONAL_BRACKETS_OPTIONAL_AT_SIGN_QUOTES_REQUIRED_REGEX"],
+    b"(": ["FOLLOWED_BY_OPTIONAL_ASSIGN_QUOTES_REQUIRED_REGEX"],
+    b"@\"'`": ["FOLLOWED_BY_QUOTES_AND_SEMICOLON_REGEX"],
+}  # fmt: skip
+
+
+def _name_at(text: str, at: int, end: int) -> str:
+    """The whole identifier around a keyword (`DB_PASSWORD` for one at `PASSWORD`)."""
+    start = at
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+        start -= 1
+    stop = at
+    while stop < end and (text[stop].isalnum() or text[stop] in "_-"):
+        stop += 1
+    return text[start:stop]
+
+
+def _password_or(name: str, other: str) -> str:
+    lowered = name.lower()
+    if "pass" in lowered or "pwd" in lowered or "contrase" in lowered:
+        return "password"
+    return other
+
+
+def _prose_after(text: str, at: int, end: int, value: str) -> bool:
+    """A plain word followed by more words: `secret = a word in a sentence`."""
+    if not (value.isalpha() and value.islower()):
+        return False
+    rest = text[at : min(end, at + 40)].split()
+    return bool(rest) and rest[0].isalpha()
+
+
+# --- memflow's own rules ------------------------------------------------------------------------
+
+# `Authorization: Bearer …` (or Basic, Token…), and a bare `Bearer <long token>`.
+_AUTH_HEADER = re.compile(
+    r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|bot|digest|apikey)\s+)?"
+    r"([A-Za-z0-9._~+/\-]{8,}=*)"
+)
+_BEARER = re.compile(r"(?i)bearer\s+([A-Za-z0-9._~+/\-]{20,}=*)")
+
+
+def _auth_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+    text = scan.text
+    for hit in hits:
+        for pattern in (_AUTH_HEADER, _BEARER):
+            match = pattern.match(text, hit, end)
+            if match is None:
+                continue
+            s, e = match.span(1)
+            value = text[s:e]
+            if value.lower() in ("bearer", "basic", "token") or not _credible(
+                value, quoted=False, strict=True
+            ):
+                continue
+            if pattern is _BEARER and _entropy(value) < 3.0:
+                continue
+            yield s, e, "authorization header"
+
+
+# A password told in a sentence: "the db password is hunter2", "my password:
+# S3cret!", "pwd is …", "the api key is …" (`name = …` is the keyword rules').
+# Matched in the lower-cased text.
+_VALUE = (
+    rb"\s+(?:now\s+|still\s+|just\s+|simply\s+)?(?P<q>[\"'`]?)(?P<value>[^\s\"'`]{4,128})(?P=q)"
+)
+_TOLD = re.compile(
+    rb"(?P<name>pass(?:word|wd|phrase|code)|pwd|secret(?:[ _-]key)?|api[ _-]?key|token)s?\b"
+    rb"(?:\s+(?:for|of|to|on|at)\s+[^\n;:=]{1,40}?)?"
+    rb"(?:\s+(?:(?:was\s+|is\s+|has\s+been\s+)?(?:set|changed|reset)\s+to|will\s+be|should\s+be"
+    rb"|has\s+been|is|was|are)|\s*:)" + _VALUE
+)
+# "set the password to …", "log in with password …": the verb comes first.
+_TOLD_AFTER_VERB = re.compile(rb"(?:password|passphrase)(?:\s+to)?" + _VALUE)
+_VERB_BEFORE = re.compile(
+    rb"\b(?:(?:set|change|reset)\s+(?:the\s+|my\s+|our\s+|his\s+|her\s+)?(?:\w+\s+)?"
+    rb"|(?:use|with|using|enter|type)\s+(?:the\s+)?)$"
+)
+
+
+def _told_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+    text, folded = scan.text, scan.folded
+    tried: set[int] = set()
+    for hit in hits:
+        if not scan.uses.get(hit, 0) & (_ASSIGNED | _TOLD_BY_VERB | _GIVEN):
+            continue
+        # "api key" and "secret key" start before their anchor "key".
+        starts = (hit - 3, hit - 4, hit - 7) if folded.startswith(b"key", hit) else (hit,)
+        for at in starts:
+            if at < start or at in tried or (at > 0 and folded[at - 1 : at].isalnum()):
+                continue
+            match = _TOLD.match(folded, at, end)
+            if (
+                match is None
+                and folded.startswith(b"pass", at)
+                and _VERB_BEFORE.search(folded, max(start, at - 40), at)
+            ):
+                match = _TOLD_AFTER_VERB.match(folded, at, end)
+            if match is None:
+                continue
+            tried.add(at)
+            s, e = match.span("value")
+            quoted = bool(match.group("q"))
+            value = text[s:e] if quoted else text[s:e].rstrip(_TRAILING + "?")
+            if not _credible(value, quoted=quoted, strict=True):
+                continue
+            yield s, s + len(value), _password_or(text[at : at + 8], "credential")
+
+
+# `API_TOKEN=…`, `auth: …`, `access_key=…` with a value that looks random: the
+# names detect-secrets' keywords miss. Read from the credential word to the
+# value, possessively, so nothing is read twice.
+_ASSIGNMENT = re.compile(r"[\w.\-]*+\s*+[:=]\s*+['\"]?")
+_RANDOM_VALUE = re.compile(r"[A-Za-z0-9+/=_\-.]{16,}+")
+
+
+def _assignment_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+    text, folded = scan.text, scan.folded
+    tried: set[int] = set()
+    for hit in hits:
+        if not scan.uses.get(hit, 0) & _ASSIGNED:
+            continue
+        if folded.startswith(b"key", hit) and not folded.endswith(_ACCESS_OR_API, 0, hit):
+            continue  # only `api_key` and `access_key` among the `…key` names
+        if folded.startswith(b"pwd", hit):
+            continue
+        match = _ASSIGNMENT.match(text, hit, end)
+        if match is None or match.end() in tried:
+            continue
+        tried.add(match.end())
+        value = _RANDOM_VALUE.match(text, match.end(), end)
+        if value is None:
+            continue
+        found = value.group()
+        has_mix = any(c.isdigit() for c in found) and any(c.isalpha() for c in found)
+        if has_mix and _entropy(found) >= 3.5 and not _WORDS.fullmatch(found):
+            yield value.start(), value.end(), "credential assignment"
+
+
+# Lower-case words joined by `-`, `_` or `.` (`krb5-auth-dialog`): a name, not a key.
+_WORDS = re.compile(r"(?:[a-z]+[0-9]*|[0-9]+)(?:[-_.](?:[a-z]+[0-9]*|[0-9]+))+")
+_ACCESS_OR_API = (b"api", b"api_", b"api-", b"access", b"access_", b"access-")
+
+
+# A JSON key that names a credential: `"PGPASSWORD": "…"`, `"api_token": "…"`.
+_SECRET_KEY_NAME = re.compile(
+    r"(?i)(?:^|[_\-.\s])(?:[a-z]*pass(?:word|wd|phrase)|pwd|secret|token|api[_-]?key|"
+    r"access[_-]?key|private[_-]?key|client[_-]?key|auth[_-]?key|credentials?)(?:$|[_\-.\s])"
+    r"|^[a-z]*pass(?:word|wd)$|^(?:[a-z]+_)?secret$"
+)
+
+
+def _pair_kind(key: str, value: str) -> str | None:
+    """The kind of credential `value` is, given under `key` in a JSON object, or None."""
+    if not _SECRET_KEY_NAME.search(key) or _NOT_A_SECRET_NAME.search(key):
+        return None
+    value = value.strip()
+    if not value or any(c.isspace() for c in value):
+        return None
+    if not _credible(value, quoted=True, strict=False):
+        return None
+    return _password_or(key, "credential")
+
+
+# --- anchors and the rule set -------------------------------------------------------------------
+
+
+def _a_password(folded: bytes, at: int) -> bool:
+    """`password`, `passwd`, `passphrase`, `passcode`, or detect-secrets' `db_pass`,
+    `key_pass`…: not `PASSED`, `bypass`, `compass`."""
+    return folded.startswith((b"passw", b"passph", b"passc"), at) or folded.endswith(
+        (b"db", b"db_", b"database", b"database_", b"key", b"key_"), 0, at
+    )
+
+
+_PASS = _anchor(rb"pass", accept=_a_password)
+_PWD = _anchor(rb"pwd")
+_SECRET = _anchor(rb"secret")
+_KEY = _anchor(rb"key")
+_TOKEN = _anchor(rb"token")
+_AUTH = _anchor(rb"auth")
+_AUTH_NAME = _anchor(rb"auth(?![a-z])")  # `auth=`, `x-auth:`, not `authentication`
+# What follows a credential's name (the rest of the identifier, a closing quote
+# or bracket) when it is given a value: a sign of assignment, a call or a quote;
+# or, in prose, "[for the db] is/was/will be/set to …".
+_NAME_USE = re.compile(
+    rb"[a-z0-9_.\-?]*(?:[\]\"'`]{0,2}[ \t]{0,8}(?P<sign>[:=!(\[@\"'`])"
+    rb"|(?:[ \t]+(?:for|of|to|on|at)[ \t][^\n;:=]{1,40}?)?"
+    rb"[ \t]+(?:is|was|are|will|should|has|set|changed|reset)[ \t])"
+)
+
+
+_ASSIGNED, _TOLD_BY_VERB, _COMPARED, _GIVEN = 1, 2, 4, 8
+
+
+def _named_here(scan: _Scan, at: int) -> bool:
+    """Is the credential name at `at` given a value (`password = …`, `password: …`,
+    "the password is …", "with password …"), or compared with one (`"…" == password`)?
+    How is kept in `scan.uses`, for the rules to try only the hits of their form."""
+    if at < scan.named_until:
+        return False  # `token` in `auth_token = …`: its `auth` was read to the `=`
+    folded = scan.folded
+    named = _NAME_USE.match(folded, at, at + 96)
+    use = 0 if named is None else _ASSIGNED if named.group("sign") else _TOLD_BY_VERB
+    if named is not None:
+        scan.named_until = named.end()
+    if folded.find(b"=", max(0, at - 40), at) >= 0:
+        before = folded[max(0, at - 40) : at]
+        if b"==" in before or b"!=" in before:
+            use |= _COMPARED
+    if folded.startswith(b"pass", at) and _VERB_BEFORE.search(folded, max(0, at - 40), at):
+        use |= _GIVEN
+    if use:
+        scan.uses[at] = use
+        if use & _ASSIGNED:
+            assert named is not None
+            scan.signs[at] = named.group("sign")
+            scan.sign_ends[at] = named.end()
+    return use != 0
+
+
+# What comes before `key` in detect-secrets' keywords (`api_key`, `db_key`…).
+_KEY_PREFIXES = (b"api", b"auth", b"service", b"account", b"db", b"database", b"priv", b"private",
+                 b"client", b"secret", b"access")  # fmt: skip
+
+
+def _key_named(folded: bytes, at: int) -> bool:
+    return folded[max(0, at - 9) : at].rstrip(b"_-").endswith(_KEY_PREFIXES)
+
+
+# A value of 24 or more after the sign (`= "`, `: `, `=>`): what those rules need.
+_LONG_AFTER_SIGN = re.compile(rb"[=:>\s\"']{0,4}[a-z0-9_\-/+]{24}")
+
+
+def _near_long_values(*finders: Finder) -> Finder:
+    """Rules for `name = <long value>`, tried only around names with one just after."""
+
+    def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+        stretches: list[tuple[int, int]] = []
+        for hit in hits:
+            after = scan.sign_ends.get(hit)
+            if after is None or _LONG_AFTER_SIGN.match(scan.folded, after, end) is None:
+                continue
+            low, high = max(start, hit - 48), min(end, hit + 128)
+            if stretches and low <= stretches[-1][1]:
+                stretches[-1] = (stretches[-1][0], high)
+            else:
+                stretches.append((low, high))
+        for low, high in stretches:
+            for finder in finders:
+                yield from finder(scan, low, high, hits)
+
+    return find

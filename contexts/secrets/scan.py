@@ -1,0 +1,115 @@
+"""The scan of one text: anchors (where a rule can apply), rule groups and their windows."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+# (start, end, kind) of one credential in a text.
+Span = tuple[int, int, str]
+# A rule: the credentials in the scan's text[start:end], given where its anchors are in it.
+Finder = Callable[["_Scan", int, int, Sequence[int]], Iterator[Span]]
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: a key of each scan's hits
+class _Anchor:
+    """Where a rule can apply. Each pattern starts with a literal, which keeps
+    its scan as fast as `bytes.find`; it runs on the lower-cased text unless
+    `cased`. `accept` (lower-cased text, hit) drops hits no rule wants."""
+
+    pattern: re.Pattern[bytes]
+    cased: bool = False
+    accept: Callable[[bytes, int], bool] | None = None
+    # What every hit starts with: `in` says "none here" in a fraction of a
+    # microsecond, where a regex scan of a short text costs one or two.
+    literal: bytes = b""
+
+
+def _anchor(
+    pattern: bytes, *, cased: bool = False, accept: Callable[[bytes, int], bool] | None = None
+) -> _Anchor:
+    lead = re.match(rb"(?:[^\\\[\](){}.*+?|^$]|\\[.\-/])*", pattern)
+    assert lead is not None  # it matches the empty string at least
+    literal = lead.group()
+    prefix = literal.replace(b"\\", b"")
+    # A quantifier after the last character makes that one optional.
+    if prefix and pattern[len(literal) : len(literal) + 1] in (b"?", b"*", b"{"):
+        prefix = prefix[:-1]
+    return _Anchor(re.compile(pattern), cased, accept, prefix)
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Rules tried in a window around each accepted hit of their anchors: at
+    most `before` characters before it and `after` after, within its line."""
+
+    finders: tuple[Finder, ...]
+    anchors: tuple[_Anchor, ...]
+    before: int = 64
+    after: int = 256
+    accept: Callable[[_Scan, int], bool] | None = None
+
+
+# A merged window longer than this is cut, so a long line with an anchor
+# every few characters is still scanned about once per group.
+_WINDOW_CAP = 16_384
+
+
+class _Scan:
+    """One text, with each anchor's hits found once and shared by the groups."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # One byte a character (anything else becomes `?`), so a byte's index
+        # is the character's; bytes.lower() folds ASCII only, keeping them.
+        self.raw = text.encode("ascii", "replace")
+        self.folded = self.raw.lower()
+        self._hits: dict[_Anchor, list[int]] = {}
+        # How the credential name at a hit is used (`_ASSIGNED`…), for the named rules.
+        self.uses: dict[int, int] = {}
+        self.signs: dict[int, bytes] = {}  # and the sign after it (`=`, `:`, `(`…)
+        self.sign_ends: dict[int, int] = {}
+        self.named_until = 0  # the end of the last name so read: later hits in it add nothing
+
+    def hits(self, anchor: _Anchor) -> list[int]:
+        found = self._hits.get(anchor)
+        if found is None:
+            data = self.raw if anchor.cased else self.folded
+            if anchor.literal not in data:
+                found = self._hits[anchor] = []
+                return found
+            found = [m.start() for m in anchor.pattern.finditer(data)]
+            if anchor.accept is not None:
+                found = [at for at in found if anchor.accept(self.folded, at)]
+            self._hits[anchor] = found
+        return found
+
+    def windows(self, group: _Group) -> Iterator[tuple[int, int, list[int]]]:
+        """(start, end, hits in it) of the stretches worth trying the group's rules on."""
+        hits: list[int] = []
+        for anchor in group.anchors:
+            hits += self.hits(anchor)
+        hits.sort()
+        if group.accept is not None:
+            hits = [at for at in hits if group.accept(self, at)]
+        if not hits:
+            return
+        text = self.text
+        current: tuple[int, int, list[int]] | None = None
+        for at in hits:
+            start = max(0, at - group.before)
+            newline = text.rfind("\n", start, at)
+            start = newline + 1 if newline >= 0 else start
+            end = min(len(text), at + group.after)
+            newline = text.find("\n", at, end)
+            end = newline if newline >= 0 else end
+            if current is not None:
+                if start <= current[1] and end - current[0] <= _WINDOW_CAP:
+                    current = (current[0], max(current[1], end), current[2])
+                    current[2].append(at)
+                    continue
+                yield current
+            current = (start, end, [at])
+        if current is not None:
+            yield current
