@@ -246,12 +246,12 @@ class MemoryListCreateApi(MemoryApiView):
         params = self.ListParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         f: dict[str, Any] = params.validated_data
-        filters = params.filters(viewer_id=request_user(request).pk)
+        filters = params.filters(
+            viewer_id=request_user(request).pk, contains=f.get("contains") or None
+        )
         if f["status"] != "current":
             filters = dataclasses.replace(filters, include_superseded=True)
-        qs = selectors.memory_list(
-            workspace=self.workspace, filters=filters, contains=f.get("contains")
-        )
+        qs = selectors.memory_list(workspace=self.workspace, filters=filters)
         if f["status"] == "superseded":
             qs = qs.filter(valid_to__isnull=False)
         elif f["status"] == "forgotten":

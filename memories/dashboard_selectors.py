@@ -236,7 +236,7 @@ def ledger_marks(*, session: AgentSession) -> dict[int, list[Mark]]:
 
 # --- the memories list -------------------------------------------------------------------
 
-SORTS = ("newest", "oldest", "accessed", "retention")
+SORTS = ("newest", "oldest", "updated", "accessed", "retention")
 
 
 def memory_browse(
@@ -246,6 +246,8 @@ def memory_browse(
     qs = memory_list(workspace=workspace, filters=filters).defer(*_LEAN)
     if sort == "oldest":
         return qs.order_by("created_at", "id")
+    if sort == "updated":
+        return qs.order_by("-updated_at", "-id")
     if sort == "accessed":
         return qs.order_by("-access_count", "-last_accessed", "-id")
     if sort == "retention":
@@ -264,6 +266,7 @@ def hits_sorted(hits: list[Hit], sort: str) -> list[Hit]:
     keys: dict[str, Callable[[Hit], Any]] = {
         "newest": lambda h: (-h.memory.created_at.timestamp(), -h.memory.pk),
         "oldest": lambda h: (h.memory.created_at.timestamp(), h.memory.pk),
+        "updated": lambda h: (-h.memory.updated_at.timestamp(), -h.memory.pk),
         "accessed": lambda h: (-h.memory.access_count, -h.memory.last_accessed.timestamp()),
         "retention": lambda h: (h.retention, h.memory.pk),
     }

@@ -13,13 +13,20 @@ SORTS = [
     ("", "relevance (when searching), else newest"),
     ("newest", "newest first"),
     ("oldest", "oldest first"),
+    ("updated", "recently updated"),
     ("accessed", "most accessed"),
     ("retention", "retention, fading first"),
 ]
 
 
+_REFILTER = forms.Select(attrs={"class": "refilter"})
+
+
 class MemorySearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500, label="Search")
+    # The REST list's `contains` filter. Not named so here: a form control
+    # named "contains" shadows the form element's Node.contains() in the DOM.
+    substring = forms.CharField(required=False, max_length=200, label="Text contains")
     compartment = forms.CharField(required=False, max_length=64)
     source = forms.ChoiceField(required=False, choices=[("", "any source"), *Memory.Source.choices])
     app = forms.CharField(required=False, max_length=64)
@@ -28,9 +35,12 @@ class MemorySearchForm(forms.Form):
         required=False,
         choices=[("current", "current"), ("superseded", "superseded"), ("all", "all")],
     )
-    within = forms.ChoiceField(required=False, choices=AGES, label="Created within")
-    older = forms.ChoiceField(required=False, choices=AGES, label="Older than")
-    sort = forms.ChoiceField(required=False, choices=SORTS)
+    # `refilter`: a change re-runs the list (see memory_list.html).
+    within = forms.ChoiceField(
+        required=False, choices=AGES, label="Created within", widget=_REFILTER
+    )
+    older = forms.ChoiceField(required=False, choices=AGES, label="Older than", widget=_REFILTER)
+    sort = forms.ChoiceField(required=False, choices=SORTS, widget=_REFILTER)
     page = forms.IntegerField(required=False, min_value=1)
 
 

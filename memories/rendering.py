@@ -7,10 +7,15 @@ because a minute passed (the harness's prompt cache survives).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
 from contexts.hooks import inert
+from memories import lexical
 from memories.models import Memory
 
 
@@ -73,3 +78,81 @@ def recall_block(
         ids.append(int(memory.pk))
         used += cost
     return "\n\n".join(parts), ids
+
+
+# Words too common to be worth marking in a search result.
+_UNMARKED = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "with",
+        "this",
+        "that",
+        "from",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "how",
+        "why",
+        "does",
+        "did",
+        "not",
+        "you",
+        "your",
+        "our",
+        "its",
+        "has",
+        "have",
+        "had",
+        "can",
+        "into",
+        "out",
+        "about",
+    ]
+)
+
+
+def marked_terms(query: str, contains: str = "") -> list[str]:
+    """What a search result marks: the query's own terms (as recall's lexical arm
+    reads them) and the substring filter, longest first so a whole path wins."""
+    terms = [
+        t
+        for t in lexical.parse_query(query).terms
+        if (len(t) >= 3 or lexical.is_cjk(t)) and t not in _UNMARKED
+    ]
+    if contains:
+        terms.append(contains)
+    return sorted(set(terms), key=lambda t: (-len(t), t))
+
+
+def highlighted(text: str, terms: Sequence[str], limit: int = 240) -> SafeString:
+    """`text` cut to `limit` characters around its first match, escaped, with
+    each match of `terms` in <mark>.
+
+    The matching runs over the raw text and every piece is escaped on its
+    own, so a term can never match inside an entity or a tag it made.
+    """
+    pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE) if terms else None
+    first = pattern.search(text) if pattern else None
+    start = 0
+    if first and first.end() > limit - 20:
+        start = max(0, first.start() - limit // 4)
+    snippet = text[start : start + limit]
+    prefix = "…" if start else ""
+    suffix = "…" if start + limit < len(text) else ""
+    if pattern is None:
+        return format_html("{}{}{}", prefix, snippet, suffix)
+    pieces: list[str] = [escape(prefix)]
+    at = 0
+    for match in pattern.finditer(snippet):
+        pieces.append(escape(snippet[at : match.start()]))
+        pieces.append(format_html("<mark>{}</mark>", match.group()))
+        at = match.end()
+    pieces.append(escape(snippet[at:]) + escape(suffix))
+    return mark_safe("".join(pieces))

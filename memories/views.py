@@ -9,7 +9,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -32,7 +31,15 @@ from contexts.flowctx import selectors as flowctx_selectors
 from contexts.knobs import knob
 from contexts.models import Workspace
 from contexts.selectors import Access
-from memories import core, embeddings, rendering, selectors, services, session_log
+from memories import (
+    core,
+    embeddings,
+    list_selectors,
+    rendering,
+    selectors,
+    services,
+    session_log,
+)
 from memories import dashboard_selectors as memory_dash
 from memories.decay import falls_below, retention
 from memories.forms import (
@@ -49,8 +56,6 @@ from memories.forms import (
 )
 from memories.models import CoreMemory, DedupeEvent, Memory
 
-PAGE_SIZE = 50
-
 
 def _list_filters(
     data: dict[str, Any], now: datetime, viewer_id: int | None
@@ -65,7 +70,35 @@ def _list_filters(
         until=now - timedelta(days=int(older)) if older else None,
         include_superseded=(data.get("status") or "current") != "current",
         viewer_id=viewer_id,
+        contains=(data.get("substring") or "").strip() or None,
     )
+
+
+_FILTERS = ("substring", "compartment", "source", "app", "state_key", "within", "older")
+
+
+def _consolidate(
+    request: HtmxHttpRequest, workspace: Any, form: ConsolidateForm
+) -> tuple[Memory | None, str]:
+    """The list's consolidate form: the conclusion, or why there is none."""
+    try:
+        if not form.is_valid():
+            raise services.Invalid("The conclusion is too long.", code="invalid")
+        conclusion = services.memory_consolidate(
+            workspace=workspace,
+            ids=form.ids(),
+            conclusion=form.cleaned_data["conclusion"],
+            compartment=form.cleaned_data["compartment"],
+            user=request_user(request),
+            actor=Actor.for_request(request, origin=Origin.DASHBOARD),
+        )
+    except MemflowError as exc:
+        return None, exc.detail
+    evidence = ", ".join(f"#{i}" for i in sorted(set(form.ids())))
+    messages.success(
+        request, f"Consolidated {evidence} into #{conclusion.pk}; they stay as its evidence."
+    )
+    return conclusion, ""
 
 
 @login_required
@@ -89,43 +122,20 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         workspace, membership = workspace_for_page(request, slug, Access.WRITE)
         consolidate = ConsolidateForm(request.POST)
         selected = set(consolidate.ids())
-        try:
-            if not consolidate.is_valid():
-                raise services.Invalid("The conclusion is too long.", code="invalid")
-            conclusion = services.memory_consolidate(
-                workspace=workspace,
-                ids=consolidate.ids(),
-                conclusion=consolidate.cleaned_data["conclusion"],
-                compartment=consolidate.cleaned_data["compartment"],
-                user=request_user(request),
-                actor=Actor.for_request(request, origin=Origin.DASHBOARD),
-            )
-        except MemflowError as exc:
-            consolidate_error = exc.detail
-        else:
-            evidence = ", ".join(f"#{i}" for i in sorted(set(consolidate.ids())))
-            messages.success(
-                request,
-                f"Consolidated {evidence} into #{conclusion.pk}; they stay as its evidence.",
-            )
-            return redirect("memory-detail", slug=workspace.slug, memory_id=conclusion.pk)
-    filters = _list_filters(data, now, request.user.pk)
+        done, consolidate_error = _consolidate(request, workspace, consolidate)
+        if done is not None:
+            return redirect("memory-detail", slug=workspace.slug, memory_id=done.pk)
     query = (data.get("q") or "").strip()
-    rows: list[tuple[Memory, float | None]]
-    page = None
-    if query:
-        # The same recall the API uses, with its fused score.
-        hits = selectors.memory_recall(
-            workspace=workspace, query=query, k=PAGE_SIZE, filters=filters, now=now
-        ).hits
-        hits = [h for h in hits if status != "superseded" or h.memory.valid_to]
-        rows = [(h.memory, h.score) for h in memory_dash.hits_sorted(hits, sort)]
-    else:
-        qs = memory_dash.memory_browse(workspace=workspace, filters=filters, sort=sort, now=now)
-        if status == "superseded":
-            qs = qs.filter(valid_to__isnull=False)
-        page = Paginator(qs, PAGE_SIZE).get_page(data.get("page") or 1)
-        rows = [(m, None) for m in page.object_list]
+    listing = list_selectors.memory_list_page(
+        workspace=workspace,
+        filters=_list_filters(data, now, request.user.pk),
+        query=query,
+        status=status,
+        sort=sort,
+        page_number=data.get("page") or 1,
+        now=now,
+    )
+    marks = rendering.marked_terms(query, data.get("substring") or "")
     context = {
         "workspace": workspace,
         "membership": membership,
@@ -134,14 +144,14 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "sort": sort,
         "sort_label": dict(SORTS).get(sort, ""),
         "rows": [
-            (m, score, rendering.age_label(m.created_at, now), m.pk in selected)
-            for m, score in rows
+            (r, rendering.highlighted(r.memory.text, marks), r.memory.pk in selected)
+            for r in listing.rows
         ],
-        "page": page,
+        "listing": listing,
+        "search_limit": list_selectors.SEARCH_LIMIT,
         "status": status,
-        "filtered": any(
-            data.get(k) for k in ("compartment", "source", "app", "state_key", "within", "older")
-        ),
+        "statuses": [(v, listing.status_counts.get(v)) for v in ("current", "superseded", "all")],
+        "filtered": any(data.get(k) for k in _FILTERS),
         "state_keys": memory_dash.state_key_names(workspace=workspace),
         "consolidate_form": consolidate,
         "consolidate_error": consolidate_error,
@@ -151,14 +161,15 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             for i, m in sorted(
                 memory_dash.memories_by_id(
                     workspace=workspace,
-                    ids=selected - {m.pk for m, _ in rows},
+                    ids=selected - {r.memory.pk for r in listing.rows},
                     viewer_id=request.user.pk,
                 ).items()
             )
         ],
     }
     if request.htmx and request.method == "GET":
-        return render(request, "memories/memory_list.html#memory-table", context)
+        # The table, and the facets (their counts follow the search) out of band.
+        return render(request, "memories/_memory_list_swap.html", context)
     return render(
         request, "memories/memory_list.html", context, status=400 if consolidate_error else 200
     )

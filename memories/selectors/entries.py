@@ -81,6 +81,7 @@ class MemoryFilters:
     exclude_compartments: Sequence[str] = ()
     # Whose private entries may appear (see visible_to); None: nobody's.
     viewer_id: int | None = None
+    contains: str | None = None  # a case-insensitive substring of the text
 
     def sql(self, params: dict[str, Any], alias: str = "m") -> str:
         """A WHERE fragment (starting with AND) for these filters."""
@@ -108,6 +109,10 @@ class MemoryFilters:
             if value is not None:
                 params[f"f_{name}"] = value
                 parts.append(f"{alias}.{name} = %(f_{name})s")
+        if self.contains:
+            # Uses index: memory_text_trgm. Escaped as Django escapes icontains.
+            params["f_contains"] = "%" + _like_escaped(self.contains) + "%"
+            parts.append(f"{alias}.text ILIKE %(f_contains)s")
         if self.since is not None:
             params["f_since"] = self.since
             parts.append(f"{alias}.created_at >= %(f_since)s")
@@ -130,6 +135,9 @@ class MemoryFilters:
             value = getattr(self, name)
             if value is not None:
                 qs = qs.filter(**{name: value})
+        if self.contains:
+            # Uses index: memory_text_trgm (substring search over paths, IDs, CJK).
+            qs = qs.filter(text__icontains=self.contains)
         if self.since is not None:
             qs = qs.filter(created_at__gte=self.since)
         if self.until is not None:
@@ -137,13 +145,12 @@ class MemoryFilters:
         return qs
 
 
-def memory_list(
-    *, workspace: Workspace, filters: MemoryFilters, contains: str | None = None
-) -> QuerySet[Memory]:
+def _like_escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def memory_list(*, workspace: Workspace, filters: MemoryFilters) -> QuerySet[Memory]:
     qs = filters.queryset(Memory.objects.filter(workspace=workspace))
-    if contains:
-        # Uses index: memory_text_trgm (substring search over paths, IDs, CJK).
-        qs = qs.filter(text__icontains=contains)
     return qs.order_by("-created_at", "-id")
 
 

@@ -27,7 +27,7 @@ from memories.selectors.bm25 import (
     lexical_statement,
     lexical_stats,
 )
-from memories.selectors.dense import DenseHit, dense_hits
+from memories.selectors.dense import DENSE_CANDIDATES, DenseHit, dense_hits
 from memories.selectors.embedder import embedder_for
 from memories.selectors.entries import MemoryFilters
 from memories.selectors.fusion import DENSE_BLIND_SHARE, Fusion, Scored, fuse
@@ -79,6 +79,7 @@ def memory_recall(
     arms: str = "hybrid",
     now: datetime | None = None,
     prompts: PromptRanking | None = None,
+    candidates: int | None = None,
 ) -> RecallResult:
     """Hybrid recall, weighted by retention. Reads only: rehearsal is the caller's.
 
@@ -89,7 +90,9 @@ def memory_recall(
     it the query is embedded here. `arms` is "hybrid", "dense" or "lexical" (the
     single arms serve the quality bench and debugging). `prompts`: how
     captured prompts rank (selectors.prompts; by default answers first, and
-    with a session, never that session's own prompts).
+    with a session, never that session's own prompts). `candidates`: how
+    many entries each arm brings (by default 50; the dashboard's pages of a
+    broad search want more).
 
     Three statements: the term statistics, the dense arm (with the lexical
     features of its hits) and the lexical arm (with the cosines of its
@@ -115,6 +118,7 @@ def memory_recall(
         query_vector=_vector_param(vector) if vector is not None else None,
         vector_model=vector_model,
         arms=arms,
+        limit=candidates,
     )
     seen: dict[int, Seen] = {h.id: h.seen for h in lexical_result.hits if h.seen is not None}
     seen.update((h.id, h.seen) for h in dense)
@@ -123,7 +127,9 @@ def memory_recall(
     elif arms == "lexical":
         fusion = _lexical_only(lexical_result)
     else:
-        fusion = _fused(parsed, dense, lexical_result, vector_model)
+        fusion = _fused(
+            parsed, dense, lexical_result, vector_model, candidates or LEXICAL_CANDIDATES
+        )
     hits = _weighed(
         workspace=workspace,
         fusion=fusion,
@@ -167,6 +173,7 @@ def _run_arms(
     query_vector: str | None,
     vector_model: str | None,
     arms: str,
+    limit: int | None,
 ) -> tuple[list[DenseHit], LexicalResult]:
     """The arms `arms` names, side by side on two connections when both run."""
     statement = None
@@ -175,6 +182,7 @@ def _run_arms(
             workspace=workspace,
             features=features,
             filters=filters,
+            limit=limit or LEXICAL_CANDIDATES,
             vector=query_vector if arms == "hybrid" else None,
             model_id=vector_model or "",
         )
@@ -187,6 +195,7 @@ def _run_arms(
             workspace=workspace,
             vector=query_vector,
             filters=filters,
+            limit=limit or DENSE_CANDIDATES,
             size=stats.docs,
             model_id=vector_model,
             swapping=stats.swapping,
@@ -240,9 +249,10 @@ def _fused(
     dense: list[DenseHit],
     lexical_result: LexicalResult,
     vector_model: str | None,
+    limit: int,
 ) -> Fusion:
     """Both arms fused, each candidate with its cosine from whichever arm read it."""
-    lexical_result = _merge_lexical(lexical_result, dense, LEXICAL_CANDIDATES)
+    lexical_result = _merge_lexical(lexical_result, dense, limit)
     cosines = {h.id: h.cosine for h in dense}
     for hit in lexical_result.hits:
         if hit.cosine is not None:

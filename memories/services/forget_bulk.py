@@ -52,8 +52,10 @@ class ForgetFilter:
         return not self.tags and all(v is None or v == "" for v in narrowed)
 
     def queryset(self, workspace: Workspace, viewer_id: int | None) -> QuerySet[Memory]:
-        filters = dataclasses.replace(self.filters, viewer_id=viewer_id)
-        qs = memory_list(workspace=workspace, filters=filters, contains=self.contains)
+        filters = dataclasses.replace(
+            self.filters, viewer_id=viewer_id, contains=self.contains or None
+        )
+        qs = memory_list(workspace=workspace, filters=filters)
         for tag in self.tags:
             qs = qs.filter(metadata__tags__contains=[tag])
         if self.session_id is not None:

@@ -75,4 +75,16 @@
       copied(button, status, copyBySelection(source));
     }
   });
+
+  // After htmx swaps in a new list, say how many results it holds in the
+  // page's live region (#list-status), which stays put across swaps so
+  // screen readers hear the change. The list marks the words: data-announce
+  // (an outerHTML swap reports the old element, so it is looked up anew).
+  document.addEventListener("htmx:afterSettle", function () {
+    var status = document.getElementById("list-status");
+    var source = document.querySelector("[data-announce]");
+    if (status && source) {
+      status.textContent = source.getAttribute("data-announce");
+    }
+  });
 })();

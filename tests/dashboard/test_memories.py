@@ -92,7 +92,7 @@ def test_sorts_newest_oldest_most_accessed_and_fading(acme, bob, as_user):
     # the same sorts apply to search hits
     assert order("q=deploys&sort=oldest") == [b.pk, c.pk, a.pk]
     html = client.get("/w/acme/memories/?q=deploys&sort=accessed").content.decode()
-    assert "most accessed" in html and '<th scope="col">Score</th>' in html
+    assert "most accessed" in html and 'title="Sort by relevance">Score</a></th>' in html
 
 
 def test_pages_keep_the_filters(acme, bob, as_user):
