@@ -20,8 +20,14 @@ install: $(STAMP)
 run: install
 	$(BIN)/memflow serve
 
+# Test workers (pytest-xdist): one a core, at most 4 (each loads the model and
+# its own test database). `make test TEST_JOBS=0` runs in one process.
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$((n > 4 ? 4 : n)))
+
+# loadgroup: a file's tests, and the tests of one live server, stay on one
+# worker (tests/conftest.py marks them).
 test: install
-	$(BIN)/pytest -m "not slow" --durations=15
+	$(BIN)/pytest -m "not slow" --durations=15 -n $(TEST_JOBS) --dist loadgroup
 
 test-slow: install
 	$(BIN)/pytest -m slow
