@@ -16,30 +16,6 @@ from contexts import services
 from contexts.models import ApiKey, Membership, Workspace
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks into node ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Whole units for `make test`'s workers (pytest-xdist, `--dist loadgroup`).
-
-    A test file runs on one worker, so its module-scoped servers start once;
-    the tests of a package-scoped fixture (a live `memflow serve`) run on one
-    worker together, so each of those servers starts once in the run.
-    """
-    if config.getoption("dist", "no") != "loadgroup":
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        shared = sorted(
-            f"{defs[-1].baseid}::{name}"
-            for name, defs in (info.name2fixturedefs.items() if info else ())
-            if defs and defs[-1].scope == "package"
-        )
-        item.add_marker(
-            pytest.mark.xdist_group(shared[0] if shared else item.nodeid.split("::")[0])
-        )
-
-
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings: Any) -> None:
     """The personas' passwords hashed in microseconds, not PBKDF2's second each.
