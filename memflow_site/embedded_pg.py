@@ -25,6 +25,7 @@ drops such entries before a new process joins.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -32,6 +33,8 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,27 +188,43 @@ def ensure_running(data_dir: Path) -> EmbeddedPostgres:
         data_dir.mkdir(parents=True, exist_ok=True)
         pgdata = pgdata_for(data_dir.resolve())
         pgdata.mkdir(exist_ok=True)
-        _prune_dead_handles(pgdata)
-        _clear_dead_postmaster(pgdata)
-        fresh = not (pgdata / "PG_VERSION").exists()
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
-        socket_dir = str(server.get_postmaster_info().socket_dir)
-        state = EmbeddedPostgres(pgdata=pgdata, socket_dir=socket_dir, server=server)
-        with psycopg.connect(state.uri("postgres"), autocommit=True) as conn:
-            exists = conn.execute(
-                "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
-            ).fetchone()
-            if not exists:
-                conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
-                logger.info("created database %s in %s", DATABASE_NAME, pgdata)
-            _tune(conn)
-            waiting = conn.execute(
-                "SELECT count(*) FROM pg_settings WHERE pending_restart"
-            ).fetchone()
-        if fresh and waiting and waiting[0]:
-            _restart_new_cluster(server, pgdata)
-        _state = state
-        return state
+        # One process at a time from here: the one that makes a cluster
+        # restarts it, which would cut off another process already connecting
+        # (two test workers, or two commands, on a new data directory).
+        with _starting(data_dir):
+            _state = _start(pgserver, psycopg, pgdata)
+        return _state
+
+
+@contextmanager
+def _starting(data_dir: Path) -> Iterator[None]:
+    with (data_dir / ".pg-start.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _start(pgserver: Any, psycopg: Any, pgdata: Path) -> EmbeddedPostgres:
+    _prune_dead_handles(pgdata)
+    _clear_dead_postmaster(pgdata)
+    fresh = not (pgdata / "PG_VERSION").exists()
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    socket_dir = str(server.get_postmaster_info().socket_dir)
+    state = EmbeddedPostgres(pgdata=pgdata, socket_dir=socket_dir, server=server)
+    with psycopg.connect(state.uri("postgres"), autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+            logger.info("created database %s in %s", DATABASE_NAME, pgdata)
+        _tune(conn)
+        waiting = conn.execute("SELECT count(*) FROM pg_settings WHERE pending_restart").fetchone()
+    if fresh and waiting and waiting[0]:
+        _restart_new_cluster(server, pgdata)
+    return state
 
 
 def _restart_new_cluster(server: Any, pgdata: Path) -> None:

@@ -149,7 +149,8 @@ _FAILED = pytest.StashKey[bool]()
 @pytest.fixture
 def page(request: pytest.FixtureRequest, live_url: str, browser: Any) -> Iterator[Any]:
     context = browser.new_context(base_url=live_url, viewport=DESKTOP)
-    context.set_default_timeout(15_000)
+    # A hang guard: with every core busy a login (PBKDF2) took over 15 s.
+    context.set_default_timeout(60_000)
     page = context.new_page()
     page.problems = Problems(page)
     yield page
