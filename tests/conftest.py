@@ -106,3 +106,20 @@ def pooled(request: pytest.FixtureRequest) -> Iterator[None]:
         connection.close()
         connection.close_pool()  # type: ignore[attr-defined]  # the postgresql backend's
         del options["pool"]
+
+
+@pytest.fixture
+def migrated_schedules(db: None) -> None:
+    """The django-q schedules the migrations create, back in place: a transactional
+    test's flush (on this worker, earlier) empties every table, theirs included."""
+    import importlib
+    import pkgutil
+
+    from django.apps import apps
+
+    for app in ("contexts", "memories", "skills"):
+        package = importlib.import_module(f"{app}.migrations")
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{app}.migrations.{info.name}")
+            if hasattr(module, "add_schedule"):
+                module.add_schedule(apps, None)

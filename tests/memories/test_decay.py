@@ -108,7 +108,7 @@ def test_fading_lists_valuable_entries_under_half(acme):
     assert fading[0][1] < 0.5
 
 
-def test_a_daily_schedule_runs_the_cleanup(acme):
+def test_a_daily_schedule_runs_the_cleanup(acme, migrated_schedules):
     from django_q.models import Schedule
 
     from memories import tasks

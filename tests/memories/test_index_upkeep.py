@@ -11,7 +11,7 @@ from memories.services import RememberInput
 pytestmark = pytest.mark.django_db
 
 
-def test_the_worker_folds_what_captures_left_pending(acme):
+def test_the_worker_folds_what_captures_left_pending(acme, migrated_schedules):
     for n in range(40):
         services.memory_remember(
             workspace=acme,

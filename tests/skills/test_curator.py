@@ -163,7 +163,7 @@ def test_a_users_global_skills_are_curated_with_the_defaults(acme, make, bob):
     assert event.workspace is None and event.owner == bob
 
 
-def test_the_curator_runs_daily_over_every_workspace(acme, make, bob):
+def test_the_curator_runs_daily_over_every_workspace(acme, make, bob, migrated_schedules):
     schedule = Schedule.objects.get(func="skills.tasks.curate_all")
     assert schedule.schedule_type == Schedule.DAILY and schedule.repeats == -1
     # Created long ago by the real clock the schedule uses.
