@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 
 from contexts import charts
@@ -502,9 +503,20 @@ def core_action(request: HtmxHttpRequest, slug: str, target: str, action: str) -
         else:
             raise Http404("No such action.")
     except MemflowError as exc:
-        error = {"scope": scope, "detail": exc.detail, "code": exc.code, **exc.extra}
+        # What was typed comes back in the form, so a refusal never costs the text.
+        typed = {k: request.POST.get(k, "") for k in ("action", "content", "old_text", "category")}
+        error = {
+            "scope": scope,
+            "detail": exc.detail,
+            "code": exc.code,
+            "typed": typed,
+            **exc.extra,
+        }
     context = _core_context(workspace, membership, user, error=error)
-    return render(request, "memories/core_detail.html", context)
+    # Shown at the page's own address, so a reload never posts the change again.
+    context["canonical_url"] = reverse("core-detail", args=[workspace.slug]) + f"#core-{scope}"
+    status = 400 if error else 200
+    return render(request, "memories/core_detail.html", context, status=status)
 
 
 # --- the workspace's embedder ------------------------------------------------------------

@@ -3,6 +3,13 @@
 (function () {
   "use strict";
 
+  // A page rendered in answer to a form's POST names its own address: show that one,
+  // so a reload or a bookmark never posts the change again.
+  var canonical = document.body && document.body.getAttribute("data-canonical-url");
+  if (canonical && window.history && window.history.replaceState) {
+    window.history.replaceState(null, "", canonical);
+  }
+
   // <form data-confirm="…">: ask before a destructive submit.
   document.addEventListener("submit", function (event) {
     var form = event.target;

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.html import escape
+
 from memories import core, services
 from memories.models import Memory
 from memories.services import RememberInput
@@ -84,3 +86,16 @@ def test_core_page_edits_and_explains_a_full_document(acme, alice, client):
     client.post("/w/acme/core/user/edit/", {"action": "add", "content": "Prefers tabs"})
     page = client.get("/w/acme/core/").content.decode()
     assert "Prefers tabs §" in page and "Revisions" in page
+
+
+def test_a_refused_core_edit_keeps_what_was_typed(acme, alice, client):
+    core.core_set_limit(scope="memory", workspace=acme, user=None, limit=100)
+    client.force_login(alice)
+    client.post("/w/acme/core/memory/edit/", {"action": "add", "content": "x" * 90})
+    typed = "The release train leaves on Thursdays & <never> on Fridays " * 3
+    refused = client.post("/w/acme/core/memory/edit/", {"action": "add", "content": typed})
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    assert "candidates for the archive" in html
+    assert f'name="content" value="{escape(typed)}"' in html  # nothing typed is lost
+    assert 'data-canonical-url="/w/acme/core/#core-memory"' in html  # reload never re-posts
