@@ -74,7 +74,8 @@ def test_core_memory_edit_hits_the_limit(page, acme, alice):
     assert "would hold" in alert.inner_text()
     assert "candidates for the archive" in alert.inner_text()
     screenshot(page, "core-limit")
-    assert page.problems.found == []
+    # The refused form is answered 400, which Chromium logs; that is the only complaint.
+    assert [p for p in page.problems.found if "status of 400" not in p] == []
 
 
 def test_a_session_page_expands_a_compression_ref_by_keyboard(page, acme, alice):
