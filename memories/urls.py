@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memories import triage_views, views
+from memories import embedder_views, triage_views, views
 
 urlpatterns = [
     path("w/<slug:slug>/", views.workspace_overview, name="workspace-overview"),
@@ -20,5 +20,9 @@ urlpatterns = [
     path("w/<slug:slug>/triage/", triage_views.triage_list, name="triage-list"),
     path("w/<slug:slug>/triage/<str:kind>/", triage_views.triage_action, name="triage-action"),
     path("w/<slug:slug>/ledger/", views.ledger_detail, name="ledger-detail"),
-    path("w/<slug:slug>/settings/embedder/", views.workspace_embedder, name="workspace-embedder"),
+    path(
+        "w/<slug:slug>/settings/embedder/",
+        embedder_views.workspace_embedder,
+        name="workspace-embedder",
+    ),
 ]
