@@ -10,6 +10,7 @@ from typing import Any
 from contexts.db import bound_rows
 from contexts.models import Workspace
 from memories import lexical
+from memories.framing import framing_weights
 from memories.selectors.entries import MemoryFilters
 from memories.selectors.search import (
     _HIT,
@@ -143,8 +144,12 @@ class LexicalFeatures:
 
     @classmethod
     def of(cls, query: lexical.Query, stats: LexicalStats, text: str) -> LexicalFeatures:
-        idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) for t in query.terms}
-        known = [t for t in query.terms if stats.df.get(t, 0) > 0]
+        # A request's own words ("tell me what you remember") count for
+        # little: they say how to answer, not what about (memories.framing).
+        weights = framing_weights(query.terms)
+        idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) * weights[t] for t in query.terms}
+        known = [t for t in query.terms if stats.df.get(t, 0) > 0 and weights[t] == 1.0]
+        known = known or [t for t in query.terms if stats.df.get(t, 0) > 0]
         patterns = _exact_case_patterns(query.identifiers)
         phrase = _phrase_pattern(text)
         params = {
