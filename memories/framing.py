@@ -4,9 +4,11 @@ A prompt a hook recalls with is worded as a request ("can you tell me what
 we noted on …", "帮我查一下…"). Its request words are rare in most
 workspaces' entries, so BM25 gives them weight, and an entry that happens to
 hold "remember" or "entry" outranks the one about the subject. The lexical
-arm counts these words for FRAMING_WEIGHT of their idf, but only when the
-query has at least MIN_CONTENT terms besides them: a short query made of
-such words ("check the notes") is searched for as it is.
+arm counts these words for FRAMING_WEIGHT of their idf, but only in a query
+that reads as a request (it addresses someone: "you", "me", "we", "please",
+"tell", "remember"…) and has at least MIN_CONTENT terms besides them: a bare
+topic ("tool for the network") or a short query made of such words ("check
+the notes") is searched for as it is.
 
 The list is general request language (addressing the assistant, politeness,
 asking, remembering, pointing at notes), not any workspace's or bench's
@@ -60,12 +62,18 @@ def _bigrams(phrases: Iterable[str]) -> set[str]:
 
 
 FRAMING_TERMS = frozenset(_ENGLISH.split()) | frozenset(_bigrams(_CHINESE))
+# Words that make a query a request rather than a topic: it speaks to someone.
+_CUES = """
+i me my we us our you your please pls plz thanks thank thx hey hi hello
+tell remind remember recall recalled noted forgot forget
+"""
+REQUEST_CUES = frozenset(_CUES.split()) | frozenset(_bigrams(_CHINESE))
 
 
 def framing_weights(terms: Iterable[str]) -> dict[str, float]:
-    """Each query term's weight: FRAMING_WEIGHT for a request word when enough else remains."""
+    """Each query term's weight: FRAMING_WEIGHT for a request's own words when enough else remains."""
     terms = list(terms)
     content = sum(t not in FRAMING_TERMS for t in terms)
-    if content < MIN_CONTENT:
+    if content < MIN_CONTENT or not REQUEST_CUES.intersection(terms):
         return dict.fromkeys(terms, 1.0)
     return {t: FRAMING_WEIGHT if t in FRAMING_TERMS else 1.0 for t in terms}

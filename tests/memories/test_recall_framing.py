@@ -50,4 +50,6 @@ def test_a_query_made_of_request_words_is_searched_as_typed(acme):
     remember(acme, "Release tags are signed with the team's GPG key.")
     assert first(acme, "check notes entry") == note.pk
     assert set(framing.framing_weights(["check", "notes", "entry"]).values()) == {1.0}
+    # A bare topic keeps its small words' weight; a request discounts its own.
+    assert set(framing.framing_weights(["tool", "for", "the", "network"]).values()) == {1.0}
     assert framing.framing_weights(["tell", "me", "backoff", "toml"])["tell"] < 1.0
