@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memories import framing, selectors, services
+from memories import framing, lexical, selectors, services
+from memories.selectors import LexicalHit, LexicalResult
 from memories.services import RememberInput
 
 pytestmark = pytest.mark.django_db
@@ -53,3 +54,30 @@ def test_a_query_made_of_request_words_is_searched_as_typed(acme):
     # A bare topic keeps its small words' weight; a request discounts its own.
     assert set(framing.framing_weights(["tool", "for", "the", "network"]).values()) == {1.0}
     assert framing.framing_weights(["tell", "me", "backoff", "toml"])["tell"] < 1.0
+
+
+def test_an_earlier_question_holding_the_words_does_not_decide_the_fusion():
+    # Entry 1 is a captured prompt with every word of the query; entry 2 the
+    # fact, worded otherwise. The prompt must not make the words trusted.
+    query = lexical.parse_query("rotate the staging database credentials")
+    lexical_result = LexicalResult(
+        hits=[
+            LexicalHit(id=1, bm25=20.0, matched_idf=10.0, exact_case=False),
+            LexicalHit(id=2, bm25=4.0, matched_idf=3.0, exact_case=False),
+        ],
+        total_idf=10.0,
+    )
+
+    def fused(unweighing: set[int]) -> selectors.Fusion:
+        return selectors.fuse(
+            query=query,
+            dense=[(2, 0.7), (1, 0.6)],
+            lexical_result=lexical_result,
+            cosines={1: 0.6, 2: 0.7},
+            unweighing=unweighing,
+        )
+
+    assert fused(set()).lexical_weight > 0.8
+    fusion = fused({1})
+    assert fusion.lexical_weight < 0.2
+    assert fusion.candidates[0].id == 2
