@@ -25,6 +25,7 @@ from typing import Any
 
 from contexts import services as context_services
 from contexts.models import AgentSession
+from contexts.secrets import find_secret
 from memories import selectors, services
 from memories.bench.corpus import load_corpus
 from memories.bench.run import (
@@ -75,7 +76,13 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 def _from_dir(corpus: Path, facts: int) -> tuple[dict[str, str], list[Topic]]:
     """A commits-curl shaped corpus: the facts, and one topic per single-answer `summary` query."""
     say(f"reading {corpus}…")
-    texts = {str(r["id"]): str(r["text"]) for r in _jsonl(corpus / "corpus.jsonl")}
+    # Remember refuses a text that looks like it holds a secret (one curl
+    # commit has a password in a URL), and with it its whole batch.
+    texts = {
+        str(r["id"]): str(r["text"])
+        for r in _jsonl(corpus / "corpus.jsonl")
+        if not find_secret(str(r["text"]))
+    }
     keys = list(texts)[:facts]
     kept = set(keys)
     topics = [
