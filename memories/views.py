@@ -564,7 +564,7 @@ def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         for day, _ in daily_points({}, days=days, today=today)
     ]
     summary = selectors.ledger_summary(workspace=workspace, top=0)
-    hottest = memory_dash.ledger_most_used(workspace=workspace, limit=20)
+    hottest = selectors.ledger_hottest(workspace=workspace, limit=20)
     never = memory_dash.ledger_never_used(workspace=workspace, limit=20)
     texts = memory_dash.memories_by_id(
         workspace=workspace,

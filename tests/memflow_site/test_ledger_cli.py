@@ -56,14 +56,15 @@ def test_it_gives_use_rates_and_the_hottest_ids(cli_server, dana, used_and_unuse
     assert summary["workspace"] == "dana"
     assert (summary["injected"], summary["used"], summary["use_rate"]) == (2, 1, 0.5)
     assert summary["by_kind"] == {"expanded": 1, "recalled": 0, "superseded": 0}
-    assert [h["memory_id"] for h in summary["hottest"]] == [used, unused]
-    assert summary["hottest"][0] == {"memory_id": used, "events": 3, "uses": 2}
+    # ranked by uses, as the dashboard ranks them: the id injected and never used is not hot
+    assert summary["hottest"] == [{"memory_id": used, "events": 3, "uses": 2}]
 
     text = ledger(tmp_path, **settings)
     assert text.returncode == 0, text.stderr
     assert "dana: 2 injected (session, id) pairs, 1 then used (50.0%)" in text.stderr
     assert "expanded 1 (50.0%)  recalled 0 (0.0%)" in text.stderr
-    assert f"  #{used}  3  2" in text.stderr
+    assert f"most used ids (uses, of all ledger events):\n  #{used}  2  3\n" in text.stderr
+    assert f"#{unused}" not in text.stderr
 
     other = ledger(tmp_path, "--session", "cc-8", **settings)
     assert "dana, session cc-8: no memory has been injected yet" in other.stderr
