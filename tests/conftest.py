@@ -132,18 +132,19 @@ def migrated_schedules(db: None) -> None:
                 module.add_schedule(apps, None)
 
 
-@pytest.fixture(scope="module")
-def cli_server(
+@pytest.fixture(scope="session")
+def memflow_server(
     django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    """`memflow serve` on this run's test database, its embedding model loaded: the server
-    a module's CLI tests point the client at (with `client_env` and `make_account`)."""
+    """`memflow serve` on this run's test database, its embedding model loaded: one for the
+    run, shared by the CLI, MCP and harness tests. They ask for `transactional_db`, so what
+    they write is committed and the server sees it; each test's flush empties it again."""
     with django_db_blocker.unblock():
         url = database_url_for_tests()
         # `memflow serve` makes an admin on an empty database; the first
         # transactional test flushes this placeholder.
-        User.objects.get_or_create(username="cli-placeholder")
-    env = env_for(tmp_path_factory.mktemp("cli-server") / "data", database_url=url)
+        User.objects.get_or_create(username="server-placeholder")
+    env = env_for(tmp_path_factory.mktemp("memflow-server") / "data", database_url=url)
     with serving(env, "--no-worker") as server:
         wait_for_embeddings(server)
         yield server

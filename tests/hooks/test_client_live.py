@@ -32,7 +32,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def carol(cli_server: Served) -> Account:
+def carol(memflow_server: Served) -> Account:
     return make_account("carol")
 
 
@@ -71,10 +71,10 @@ def cut_call(path: str, size: int, cwd: Path) -> str:
     ],
 )
 def test_a_bad_persisted_output_path_is_refused_and_the_hook_goes_on(
-    cli_server: Served, carol: Account, tmp_path: Path, case: str, reason: str
+    memflow_server: Served, carol: Account, tmp_path: Path, case: str, reason: str
 ) -> None:
     workspace = carol.workspace
-    env = client_env(tmp_path, cli_server.url, carol.key)
+    env = client_env(tmp_path, memflow_server.url, carol.key)
     results = Path(env["HOME"]) / ".claude" / "projects" / "p" / "s" / "tool-results"
     results.mkdir(parents=True)
     path = results / "b1.txt"
@@ -102,10 +102,10 @@ def test_a_bad_persisted_output_path_is_refused_and_the_hook_goes_on(
 
 
 def test_status_says_what_the_client_resolved_and_that_it_works(
-    cli_server: Served, carol: Account, tmp_path: Path
+    memflow_server: Served, carol: Account, tmp_path: Path
 ) -> None:
     raw = carol.key
-    env = client_env(tmp_path, cli_server.url, raw)
+    env = client_env(tmp_path, memflow_server.url, raw)
     project = tmp_path / "project"
     project.mkdir()
     assert run(["install-hooks", "--claude-code", "--project"], env, cwd=project).returncode == 0
@@ -113,7 +113,7 @@ def test_status_says_what_the_client_resolved_and_that_it_works(
     done = run(["status"], env, cwd=project)
 
     assert done.returncode == 0, done.stderr
-    assert f"{cli_server.url}  (MEMFLOW_URL)" in done.stderr
+    assert f"{memflow_server.url}  (MEMFLOW_URL)" in done.stderr
     assert f"{raw[:11]}…  (MEMFLOW_API_KEY): valid, scope write, restricted to carol" in done.stderr
     assert "carol  (the key's): your role is owner" in done.stderr
     assert f"{project}/.claude/settings.local.json: 7 events" in done.stderr
@@ -122,15 +122,15 @@ def test_status_says_what_the_client_resolved_and_that_it_works(
     assert facts["workspace"] == {"slug": "carol", "role": "owner"} and facts["problems"] == []
 
 
-def test_status_fails_on_a_wrong_key(cli_server: Served, carol: Account, tmp_path: Path):
-    env = client_env(tmp_path, cli_server.url, "mf_not-a-real-key-at-all")
+def test_status_fails_on_a_wrong_key(memflow_server: Served, carol: Account, tmp_path: Path):
+    env = client_env(tmp_path, memflow_server.url, "mf_not-a-real-key-at-all")
     done = run(["status"], env)
     assert done.returncode == 1
     assert "problem: The server refuses the API key mf_not-a-re…" in done.stderr
 
 
-def test_status_fails_on_a_wrong_workspace(cli_server: Served, carol: Account, tmp_path: Path):
-    env = client_env(tmp_path, cli_server.url, carol.key, MEMFLOW_WORKSPACE="nope")
+def test_status_fails_on_a_wrong_workspace(memflow_server: Served, carol: Account, tmp_path: Path):
+    env = client_env(tmp_path, memflow_server.url, carol.key, MEMFLOW_WORKSPACE="nope")
     done = run(["status"], env)
     assert done.returncode == 1
     assert "Workspace 'nope' (MEMFLOW_WORKSPACE) is not one this key can use" in done.stderr
@@ -166,13 +166,13 @@ def test_status_fails_on_a_url_that_is_not_memflow(tmp_path: Path) -> None:
 
 
 def test_status_clears_a_skip_once_the_server_answers(
-    cli_server: Served, carol: Account, tmp_path: Path
+    memflow_server: Served, carol: Account, tmp_path: Path
 ) -> None:
-    env = client_env(tmp_path, cli_server.url, carol.key)
+    env = client_env(tmp_path, memflow_server.url, carol.key)
     state = Path(env["HOME"]) / ".local" / "state" / "memflow" / "hook-skip.json"
     state.parent.mkdir(parents=True)
     state.write_text(
-        json.dumps({cli_server.url: {"until": time.time() + 600, "reason": "no answer"}})
+        json.dumps({memflow_server.url: {"until": time.time() + 600, "reason": "no answer"}})
     )
     done = run(["status"], env)
     assert done.returncode == 0, done.stderr

@@ -46,9 +46,9 @@ def ledger(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedP
     return memflow("ledger", *args, env=client_env(tmp_path, **settings), check=False)
 
 
-def test_it_gives_use_rates_and_the_hottest_ids(cli_server, dana, used_and_unused, tmp_path):
+def test_it_gives_use_rates_and_the_hottest_ids(memflow_server, dana, used_and_unused, tmp_path):
     used, unused = used_and_unused
-    settings = {"MEMFLOW_URL": cli_server.url, "MEMFLOW_API_KEY": dana.key}
+    settings = {"MEMFLOW_URL": memflow_server.url, "MEMFLOW_API_KEY": dana.key}
 
     done = ledger(tmp_path, "--json", **settings)
     assert done.returncode == 0, done.stderr
@@ -70,11 +70,11 @@ def test_it_gives_use_rates_and_the_hottest_ids(cli_server, dana, used_and_unuse
     assert "dana, session cc-8: no memory has been injected yet" in other.stderr
 
 
-def test_it_asks_which_workspace_when_the_key_can_use_several(cli_server, dana, tmp_path):
+def test_it_asks_which_workspace_when_the_key_can_use_several(memflow_server, dana, tmp_path):
     contexts_services.workspace_create(user=dana.user, slug="dana-side", name="Side")
     assert Membership.objects.filter(user=dana.user).count() == 2
     raw = contexts_services.apikey_create(user=dana.user, scope="read").raw
-    settings = {"MEMFLOW_URL": cli_server.url, "MEMFLOW_API_KEY": raw}
+    settings = {"MEMFLOW_URL": memflow_server.url, "MEMFLOW_API_KEY": raw}
     done = ledger(tmp_path, **settings)
     assert done.returncode == 1
     assert "Say which workspace" in done.stderr and "dana, dana-side" in done.stderr
@@ -84,9 +84,12 @@ def test_it_asks_which_workspace_when_the_key_can_use_several(cli_server, dana, 
     assert missing.returncode == 1 and "No workspace 'nope'" in missing.stderr
 
 
-def test_it_fails_clearly_on_a_wrong_key_or_no_server(cli_server, dana, tmp_path):
+def test_it_fails_clearly_on_a_wrong_key_or_no_server(memflow_server, dana, tmp_path):
     wrong = ledger(
-        tmp_path, MEMFLOW_URL=cli_server.url, MEMFLOW_API_KEY="mf_wrong", MEMFLOW_WORKSPACE="dana"
+        tmp_path,
+        MEMFLOW_URL=memflow_server.url,
+        MEMFLOW_API_KEY="mf_wrong",
+        MEMFLOW_WORKSPACE="dana",
     )
     assert wrong.returncode == 1 and "refuses the API key" in wrong.stderr
     url = f"http://127.0.0.1:{free_port()}"

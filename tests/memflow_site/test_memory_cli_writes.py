@@ -14,10 +14,10 @@ from tests.memflow_site.helpers import Served, client_env, make_account, memflow
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_remember_private_with_a_ttl_then_forget_by_filter(cli_server: Served, tmp_path: Path):
+def test_remember_private_with_a_ttl_then_forget_by_filter(memflow_server: Served, tmp_path: Path):
     erin = make_account("erin")
     user, workspace = erin.user, erin.workspace
-    env = client_env(tmp_path, cli_server.url, erin.key, MEMFLOW_WORKSPACE="erin")
+    env = client_env(tmp_path, memflow_server.url, erin.key, MEMFLOW_WORKSPACE="erin")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return memflow(*args, env=env, check=False)
