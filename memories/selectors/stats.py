@@ -80,9 +80,10 @@ def ledger_hottest(
     session_id: str | None = None,
     rank: HottestRank = "uses",
 ) -> list[MostUsed]:
-    """The hottest ids: by `uses`, the ids the model used most, then by all marks, and
-    only ids with a use (ranked by all marks, ids injected often and never used came
-    first: they belong beside "never used"); by `events`, every mark counts."""
+    """The hottest ids. By `uses` (the dashboard, the API and `memflow ledger`): the ids the
+    model used most, then by all marks, only ids with a use; by all marks, ids injected
+    often and never used would lead, and those are the ledger page's "never used". By
+    `events`: every mark counts, injections included."""
     return _hottest(_ledger_events(workspace, session_id), limit=limit, rank=rank)
 
 
