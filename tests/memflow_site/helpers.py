@@ -12,8 +12,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
 
 import httpx
+from django.contrib.auth.models import User
+from django.db import connection
+
+from contexts import services
+from contexts.models import Workspace
 
 MEMFLOW = str(Path(sys.executable).with_name("memflow"))
 
@@ -26,17 +33,63 @@ def env_for(data_dir: Path, database_url: str | None = None) -> dict[str, str]:
     return env
 
 
+def database_url_for_tests() -> str:
+    """A DATABASE_URL for the database this test run uses (embedded or not)."""
+    connection.ensure_connection()
+    info = connection.connection.info
+    settings = connection.settings_dict
+    user = quote(settings["USER"] or info.user)
+    password = f":{quote(settings['PASSWORD'])}" if settings["PASSWORD"] else ""
+    query: dict[str, Any] = {"host": info.host}
+    query.update(
+        (name, value)
+        for name, value in (settings.get("OPTIONS") or {}).items()
+        if isinstance(value, str | int)
+    )
+    return f"postgresql://{user}{password}@localhost:{info.port}/{quote(info.dbname)}?{urlencode(query)}"
+
+
+def client_env(tmp_path: Path, url: str = "", key: str = "", **settings: str) -> dict[str, str]:
+    """A person's shell with the client pointed at `url` with `key`: their own HOME (config,
+    Claude Code's dir, the hooks' skip state) and memflow's `settings` (MEMFLOW_…)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {**env_for(tmp_path / "data"), "HOME": str(home), "MEMFLOW_HOOK_TIMEOUT": "10"}
+    env.pop("XDG_STATE_HOME", None)
+    env.pop("XDG_CONFIG_HOME", None)
+    pointed = {"MEMFLOW_URL": url, "MEMFLOW_API_KEY": key}
+    return {**env, **{k: v for k, v in pointed.items() if v}, **settings}
+
+
+@dataclass
+class Account:
+    user: User
+    workspace: Workspace
+    key: str  # restricted to `workspace`
+
+
+def make_account(slug: str, *, scope: str = "write") -> Account:
+    """User `slug`, owner of workspace `slug`, and a key restricted to it; a live server
+    sees them once committed (the test asks for a transactional database)."""
+    user = User.objects.create_user(slug, password="x")
+    workspace = services.workspace_create(user=user, slug=slug, name=slug.title())
+    key = services.apikey_create(user=user, scope=scope, workspace=workspace).raw
+    return Account(user=user, workspace=workspace, key=key)
+
+
 def memflow(
     *args: str,
     env: dict[str, str],
     check: bool = True,
     timeout: float = 120,
     input: str | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`memflow ARGS`; standard input is `input`, or nothing (never a terminal)."""
     result = subprocess.run(
         [MEMFLOW, *args],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
