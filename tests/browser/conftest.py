@@ -89,7 +89,9 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=60_000)  # the same hang guard as the pages' own waits
 
     for stale in ARTIFACTS.glob("FAILED-*.png"):  # from an earlier run
         stale.unlink()
