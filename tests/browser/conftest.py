@@ -93,8 +93,6 @@ def browser() -> Iterator[Any]:
 
     expect.set_options(timeout=60_000)  # the same hang guard as the pages' own waits
 
-    for stale in ARTIFACTS.glob("FAILED-*.png"):  # from an earlier run
-        stale.unlink()
     # Playwright's sync API keeps an event loop on this thread while it runs;
     # the tests' own ORM calls (making data, checking results) stay synchronous.
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
