@@ -119,8 +119,9 @@ class Served:
         return self.log_path.read_text()
 
 
-# What uvicorn says when another process bound the port between free_port()
-# and its own bind (another test worker can): the start is tried again.
+# What uvicorn says (in either case, by how many web workers) when another
+# process bound the port between free_port() and its own bind (another test
+# worker can): the start is tried again.
 PORT_TAKEN = "address already in use"
 
 
@@ -164,7 +165,7 @@ def _answers(served: Served, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while True:
         if served.process.poll() is not None:
-            if PORT_TAKEN in served.log():
+            if PORT_TAKEN in served.log().lower():
                 return False
             raise AssertionError(f"memflow serve exited early:\n{served.log()}")
         try:
