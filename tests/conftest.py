@@ -5,6 +5,7 @@ workspace of her own and must never see theirs."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,15 @@ from tests.memflow_site.helpers import (
     serving,
     wait_for_embeddings,
 )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The browser tests' failure screenshots of an earlier run go, once per run: not
+    by each test worker (xdist), which would delete those another worker just saved."""
+    if hasattr(session.config, "workerinput"):
+        return
+    for stale in (Path(__file__).parent / "browser" / "artifacts").glob("FAILED-*.png"):
+        stale.unlink()
 
 
 @pytest.fixture(autouse=True)

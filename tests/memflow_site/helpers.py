@@ -119,12 +119,35 @@ class Served:
         return self.log_path.read_text()
 
 
+# What uvicorn says (in either case, by how many web workers) when another
+# process bound the port between free_port() and its own bind (another test
+# worker can): the start is tried again.
+PORT_TAKEN = "address already in use"
+
+
 @contextmanager
 def serving(env: dict[str, str], *extra: str, timeout: float = 90) -> Iterator[Served]:
     """`memflow serve` on a free port, until it answers /api/v1/health."""
+    Path(env["MEMFLOW_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
+    for _ in range(3):
+        served = _start(env, extra)
+        try:
+            if _answers(served, timeout):
+                break
+        except BaseException:
+            _stop(served)
+            raise
+    else:
+        raise AssertionError(f"memflow serve found its port taken three times:\n{served.log()}")
+    try:
+        yield served
+    finally:
+        _stop(served)
+
+
+def _start(env: dict[str, str], extra: tuple[str, ...]) -> Served:
     port = free_port()
     log_path = Path(env["MEMFLOW_DATA_DIR"]) / f"serve-{port}.log"
-    Path(env["MEMFLOW_DATA_DIR"]).mkdir(parents=True, exist_ok=True)
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [MEMFLOW, "serve", "--port", str(port), *extra],
@@ -134,29 +157,36 @@ def serving(env: dict[str, str], *extra: str, timeout: float = 90) -> Iterator[S
             text=True,
             start_new_session=True,
         )
-    served = Served(url=f"http://127.0.0.1:{port}", process=process, log_path=log_path)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"memflow serve exited early:\n{served.log()}")
-            try:
-                if httpx.get(f"{served.url}/api/v1/health", timeout=2).status_code in (200, 503):
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"memflow serve did not answer in {timeout}s:\n{served.log()}")
-            time.sleep(0.3)
-        yield served
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    return Served(url=f"http://127.0.0.1:{port}", process=process, log_path=log_path)
+
+
+def _answers(served: Served, timeout: float) -> bool:
+    """True once the server answers; False if it exited because its port was taken."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if served.process.poll() is not None:
+            if PORT_TAKEN in served.log().lower():
+                return False
+            raise AssertionError(f"memflow serve exited early:\n{served.log()}")
+        try:
+            if httpx.get(f"{served.url}/api/v1/health", timeout=2).status_code in (200, 503):
+                return True
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"memflow serve did not answer in {timeout}s:\n{served.log()}")
+        time.sleep(0.3)
+
+
+def _stop(served: Served) -> None:
+    process = served.process
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def wait_for_embeddings(server: Served, guard: float = 180) -> None:
