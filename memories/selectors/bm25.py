@@ -120,8 +120,9 @@ _BM25_LATERAL = """
         SELECT SUM(q.idf * (t.tf * (%(k1)s + 1))
                    / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * m.lex_len / %(avgdl)s)))
                    AS bm25,
-               SUM(q.idf) AS matched_idf
-        FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
+               SUM(q.mass) AS matched_idf
+        FROM unnest(%(terms)s::text[], %(idfs)s::float8[], %(masses)s::float8[])
+             AS q(term, idf, mass)
         CROSS JOIN LATERAL (SELECT (m.lex ->> q.term)::float8 AS tf) t
         WHERE t.tf IS NOT NULL
     ) s"""
@@ -143,13 +144,19 @@ class LexicalFeatures:
 
     @classmethod
     def of(cls, query: lexical.Query, stats: LexicalStats, text: str) -> LexicalFeatures:
+        # A word's written form adds to the score of the entries that hold it
+        # as written, but is no part of how much of the query an entry holds
+        # (its stem counts that) and finds no candidates its stem would not.
+        exact = {t for t in query.terms if lexical.is_exact_form(t)}
         idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) for t in query.terms}
-        known = [t for t in query.terms if stats.df.get(t, 0) > 0]
+        masses = {t: 0.0 if t in exact else v for t, v in idfs.items()}
+        known = [t for t in query.terms if stats.df.get(t, 0) > 0 and t not in exact]
         patterns = _exact_case_patterns(query.identifiers)
         phrase = _phrase_pattern(text)
         params = {
             "terms": list(idfs),
-            "idfs": list(idfs.values()),
+            "idfs": [v * lexical.EXACT_FORM_WEIGHT if t in exact else v for t, v in idfs.items()],
+            "masses": list(masses.values()),
             "avgdl": stats.avg_length,
             "k1": lexical.K1,
             "b": lexical.B,
@@ -161,7 +168,7 @@ class LexicalFeatures:
         return cls(
             params=params,
             selected=_rare_terms(known, stats.df) if known else [],
-            total_idf=_query_idf_mass(idfs, stats.df),
+            total_idf=_query_idf_mass({t: v for t, v in idfs.items() if t not in exact}, stats.df),
         )
 
 

@@ -90,7 +90,7 @@ def test_why_a_session_was_shown_a_memory_from_the_memorys_page(page, acme, alic
     rank, score, dense, lexical, terms, retention = cells[:6]
     assert rank == "1" and float(score.split()[0]) > 0
     assert dense.endswith("· #1") and lexical.endswith("· #1")
-    assert terms.split() == ["times", "webhooks"]
+    assert terms.split() == ["times", "payment", "webhooks", "retry"]
     assert 0 < float(retention) <= 1
     assert "lexical arm weighed" in page.locator(f"#{event_id} table.why caption").inner_text()
     # the turn the injection answered is the prompt's
