@@ -20,10 +20,11 @@ install: $(STAMP)
 run: install
 	$(BIN)/memflow serve
 
-# Test workers (pytest-xdist, each with its own test database): one process
-# by default, because a few tests still lean on rows an earlier test left
-# (docs/PERFORMANCE.md); `make test TEST_JOBS=2` spreads the suite over two.
-TEST_JOBS ?= 0
+# Test workers (pytest-xdist, each with its own test database and live
+# servers): two where the machine has two cores or more, not one per core, as
+# each worker loads the model, migrations and servers again (docs/PERFORMANCE.md);
+# `make test TEST_JOBS=0` runs the suite in one process.
+TEST_JOBS ?= $(shell [ "$$(nproc 2>/dev/null || echo 1)" -ge 2 ] && echo 2 || echo 0)
 
 test: install
 	$(BIN)/pytest -m "not slow" --durations=15 -n $(TEST_JOBS) --dist load

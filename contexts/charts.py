@@ -112,6 +112,23 @@ def day_label(day: date) -> str:
     return f"{day:%b} {day.day}"
 
 
+@dataclass(frozen=True)
+class Frame:
+    """The SVG's size and, inside it, the plot's edges (SVG units, y growing down)."""
+
+    width: int
+    height: int
+    left: float
+    right: float
+    top: float
+    bottom: float
+
+    @classmethod
+    def inside(cls, width: int = WIDTH, height: int = HEIGHT) -> Frame:
+        """The plot inset by the margins the axis labels need."""
+        return cls(width, height, LEFT, width - RIGHT, TOP, height - BOTTOM)
+
+
 # --- bars over days -----------------------------------------------------------------------
 
 
@@ -128,12 +145,7 @@ class Bar:
 
 @dataclass(frozen=True)
 class BarChart:
-    width: int
-    height: int
-    left: float
-    right: float
-    top: float
-    bottom: float
+    frame: Frame
     bars: tuple[Bar, ...]
     y_ticks: tuple[Tick, ...]
     x_ticks: tuple[Tick, ...]
@@ -162,7 +174,8 @@ def bar_chart(
     """Bars for (day, value) points, left to right; the y axis runs 0 → a round value
     at or above the data's peak (rates too: a 1 % day is as tall as the data allows).
     Values are counts unless `percent` (then 0..1 rates)."""
-    left, right, top, bottom = LEFT, width - RIGHT, TOP, height - BOTTOM
+    frame = Frame.inside(width, height)
+    left, right, top, bottom = frame.left, frame.right, frame.top, frame.bottom
     peak = max((v for _, v in points), default=0.0)
     y, y_ticks = value_axis(
         peak, start=bottom, end=top, percent=percent, min_step=0.0 if percent else 1.0
@@ -191,12 +204,7 @@ def bar_chart(
         if (len(points) - 1 - i) % every == 0
     ]
     return BarChart(
-        width=width,
-        height=height,
-        left=left,
-        right=right,
-        top=top,
-        bottom=bottom,
+        frame=frame,
         bars=tuple(bars),
         y_ticks=tuple(y_ticks),
         x_ticks=tuple(x_ticks),
@@ -220,11 +228,7 @@ class Row:
 
 @dataclass(frozen=True)
 class RateChart:
-    width: int
-    height: int
-    left: float
-    right: float
-    bottom: float
+    frame: Frame
     band: float
     rows: tuple[Row, ...]
     ticks: tuple[Tick, ...]
@@ -249,11 +253,7 @@ def rate_chart(rates: Sequence[tuple[str, float, str]], *, width: int = WIDTH) -
         for i, (label, rate, note) in enumerate(rates)
     )
     return RateChart(
-        width=width,
-        height=int(bottom + BOTTOM),
-        left=left,
-        right=right,
-        bottom=bottom,
+        frame=Frame(width, int(bottom + BOTTOM), left, right, TOP, bottom),
         band=band,
         rows=rows,
         ticks=tuple(ticks),
@@ -273,12 +273,7 @@ class Point:
 
 @dataclass(frozen=True)
 class LineChart:
-    width: int
-    height: int
-    left: float
-    right: float
-    top: float
-    bottom: float
+    frame: Frame
     past: str  # SVG polyline points up to now
     future: str  # and from now on
     now_x: float
@@ -316,7 +311,8 @@ def line_chart(
 ) -> LineChart:
     """A 0..1 value sampled over time (solid up to `now`, dashed after), with dated
     `marks` (moment, title, kind) pinned to the time axis."""
-    left, right, top, bottom = LEFT, width - RIGHT, TOP, height - BOTTOM
+    frame = Frame.inside(width, height)
+    left, right, top, bottom = frame.left, frame.right, frame.top, frame.bottom
     start = min([t for t, _ in samples] + [t for t, _, _ in marks] + [now])
     end = max([t for t, _ in samples] + [now])
     x = Scale(lo=start.timestamp(), hi=end.timestamp(), start=left, end=right)
@@ -334,12 +330,7 @@ def line_chart(
         moment = start + (end - start) * (i * every / max(days, 1))
         x_ticks.append(Tick(pos=x(moment.timestamp()), label=day_label(moment.date())))
     return LineChart(
-        width=width,
-        height=height,
-        left=left,
-        right=right,
-        top=top,
-        bottom=bottom,
+        frame=frame,
         past=points(past),
         future=points(future),
         now_x=x(now.timestamp()),

@@ -168,11 +168,13 @@ def add_agent_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     status.set_defaults(func=cmd_status)
 
     ledger = sub.add_parser(
-        "ledger", help="injection → use rates and the hottest memory ids, from the server"
+        "ledger",
+        help="injection → use rates and the memory ids used most (ranked by uses, as on the "
+        "dashboard's ledger page), from the server",
     )
     ledger.add_argument("--workspace", help="default: the client's, else the key's only one")
     ledger.add_argument("--session", help="only this session (the harness's session id)")
-    ledger.add_argument("--top", type=int, default=10, help="how many hottest ids (1-100)")
+    ledger.add_argument("--top", type=int, default=10, help="how many of the most-used ids (1-100)")
     ledger.add_argument("--json", action="store_true", help="the summary as JSON on stdout")
     ledger.set_defaults(func=cmd_ledger)
 

@@ -1,5 +1,6 @@
 """`memflow ledger`: injection → use rates and the hottest memory ids, as
-FlyMemory's `ledger` command gives them.
+FlyMemory's `ledger` command gives them; hottest is used most, as the
+dashboard's ledger page ranks them (the server's `rank=uses`).
 
 Asks the server's `GET …/ledger/` with the hook client's own settings
 (`hook_client.load_config`), so it reports on the workspace the hooks write
@@ -112,8 +113,8 @@ def ledger_text(slug: str, summary: dict[str, Any], *, session: str = "") -> lis
     ]
     hottest = summary.get("hottest") or []
     if hottest:
-        lines.append("hottest ids (ledger events, of which uses):")
-        lines += [f"  #{h['memory_id']}  {h['events']}  {h['uses']}" for h in hottest]
+        lines.append("most used ids (uses, of all ledger events):")
+        lines += [f"  #{h['memory_id']}  {h['uses']}  {h['events']}" for h in hottest]
     return lines
 
 

@@ -12,7 +12,7 @@ from datetime import date, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, FloatField, Max, Min, Q, QuerySet
+from django.db.models import Count, FloatField, Max, Min, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import TruncDate
 
@@ -160,27 +160,6 @@ def ledger_by_source(*, workspace: Workspace, since: datetime | None = None) -> 
     with connection.cursor() as cursor:
         cursor.execute(sql, {"ws": workspace.pk, "since": since})
         return [LedgerRow(label=s, injected=n, used=u) for s, n, u in cursor.fetchall()]
-
-
-@dataclass(frozen=True)
-class MostUsed:
-    memory_id: int
-    events: int  # every ledger mark, injections included
-    uses: int  # the marks that were uses: expanded, recalled, superseded
-
-
-def ledger_most_used(*, workspace: Workspace, limit: int = 20) -> list[MostUsed]:
-    """The ids the model used most, by uses then all marks. Only ids with a use: ranking by
-    all marks put ids injected often and never used here too, beside "never used"."""
-    # Uses index: injection_workspace_idx.
-    rows = (
-        InjectionEvent.objects.filter(workspace=workspace)
-        .values("memory_id")
-        .annotate(n=Count("id"), used=Count("id", filter=~Q(kind=InjectionEvent.Kind.INJECTED)))
-        .filter(used__gt=0)
-        .order_by("-used", "-n", "memory_id")[:limit]
-    )
-    return [MostUsed(memory_id=int(r["memory_id"]), events=r["n"], uses=r["used"]) for r in rows]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,25 @@ def tau_days(source: str, base_tau_days: float) -> float:
     return base_tau_days * (2.0 if source == "model" else 1.0)
 
 
+# What the model chose to keep, or what was imported, is held to the lower cleanup
+# bar (the `cleanup_threshold_valuable` knob), so it lasts longer.
+VALUABLE_SOURCES = ("model", "import")
+
+
+def cleanup_threshold(source: str, *, plain: float, valuable: float) -> float:
+    """The retention under which the daily cleanup removes a memory of `source`, given the
+    workspace's two thresholds (`cleanup_threshold`, `cleanup_threshold_valuable`)."""
+    return valuable if source in VALUABLE_SOURCES else plain
+
+
+def cleanup_threshold_sql(
+    plain_param: str = "%s", valuable_param: str = "%s", alias: str = "m"
+) -> str:
+    """`cleanup_threshold` as a SQL expression over a memory row named `alias`."""
+    sources = ", ".join(f"'{source}'" for source in VALUABLE_SOURCES)
+    return f"CASE WHEN {alias}.source IN ({sources}) THEN {valuable_param} ELSE {plain_param} END"
+
+
 def retention(
     *,
     last_accessed: datetime,

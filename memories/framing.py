@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from memories import lexical
+
 # What a request word's idf is multiplied by.
 FRAMING_WEIGHT = 0.2
 # Terms besides the request words a query needs before they are discounted.
@@ -61,19 +63,27 @@ def _bigrams(phrases: Iterable[str]) -> set[str]:
     return {p[i : i + 2] for p in phrases for i in range(len(p) - 1)}
 
 
-FRAMING_TERMS = frozenset(_ENGLISH.split()) | frozenset(_bigrams(_CHINESE))
+def _forms(words: str) -> frozenset[str]:
+    """The index terms of `words`: each word's stem and its written form (memories.lexical)."""
+    return frozenset(
+        form for w in words.split() for form in (w, lexical.stem(w), lexical.EXACT_FORM + w)
+    )
+
+
+FRAMING_TERMS = _forms(_ENGLISH) | frozenset(_bigrams(_CHINESE))
 # Words that make a query a request rather than a topic: it speaks to someone.
 _CUES = """
 i me my we us our you your please pls plz thanks thank thx hey hi hello
 tell remind remember recall recalled noted forgot forget
 """
-REQUEST_CUES = frozenset(_CUES.split()) | frozenset(_bigrams(_CHINESE))
+REQUEST_CUES = _forms(_CUES) | frozenset(_bigrams(_CHINESE))
 
 
 def framing_weights(terms: Iterable[str]) -> dict[str, float]:
     """Each query term's weight: FRAMING_WEIGHT for a request's own words when enough else remains."""
     terms = list(terms)
-    content = sum(t not in FRAMING_TERMS for t in terms)
+    # A written form beside its stem is the same word, counted once.
+    content = sum(t not in FRAMING_TERMS and not lexical.is_exact_form(t) for t in terms)
     if content < MIN_CONTENT or not REQUEST_CUES.intersection(terms):
         return dict.fromkeys(terms, 1.0)
     return {t: FRAMING_WEIGHT if t in FRAMING_TERMS else 1.0 for t in terms}

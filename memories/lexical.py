@@ -13,7 +13,12 @@ Tokens:
   its parts (`foo`, `bar`, `so`) and camel-case words (`mem`, `usage`);
 - CJK text becomes character bigrams, plus single characters (used only
   when a query's CJK run is one character long);
-- everything else is lower-cased words.
+- everything else is lower-cased words, each indexed by its stem (Snowball's
+  English stemmer: `retries`, `retrying` → `retri`), so a question worded
+  with other forms of the memory's words still meets them, and also as
+  written (`=retries`) when that differs, so the exact form counts for more
+  (`EXACT_FORM_WEIGHT`): verbatim fragments keep ranking their source first.
+  Identifiers are kept whole as written; only their word parts are stemmed.
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import Stemmer
 
 # Han, kana, hangul: scripts written without spaces between words.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -37,6 +45,12 @@ _JOINERS = re.compile(r"[._:/\-+#@~]")
 _NORM_DROP = re.compile(rf"[^\w{_CJK}]+")
 
 MAX_TERM_LENGTH = 200
+_STEMMER = Stemmer.Stemmer("english")
+# A word's written form, indexed beside its stem when the two differ.
+EXACT_FORM = "="
+# What a written form's idf counts for beside its stem's: a query word found
+# in the same form outranks one found in another form, not a rarer word.
+EXACT_FORM_WEIGHT = 0.6
 K1 = 1.2
 B = 0.75
 
@@ -71,6 +85,24 @@ def looks_like_identifier(chunk: str) -> bool:
     )
 
 
+@lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """The index term of a lower-cased word: its English stem if it is an ASCII word."""
+    if len(word) < 4 or not (word.isascii() and word.isalpha()):
+        return word
+    return str(_STEMMER.stemWord(word))
+
+
+def _word_terms(word: str) -> list[str]:
+    """A lower-cased word's terms: its stem, and its written form if that differs."""
+    stemmed = stem(word)
+    return [stemmed] if stemmed == word else [stemmed, EXACT_FORM + word]
+
+
+def is_exact_form(term: str) -> bool:
+    return term.startswith(EXACT_FORM)
+
+
 def _chunk_terms(chunk: str, *, cjk_unigrams: bool) -> list[str]:
     if _is_cjk(chunk):
         if len(chunk) == 1:
@@ -78,19 +110,23 @@ def _chunk_terms(chunk: str, *, cjk_unigrams: bool) -> list[str]:
         bigrams = [chunk[i : i + 2] for i in range(len(chunk) - 1)]
         return bigrams + (list(chunk) if cjk_unigrams else [])
     lowered = chunk.lower()
-    terms = [lowered]
+    # A word is its stem, `MemUsage` too (its case is for the exact-case bonus);
+    # a chunk with digits or joiners stays whole as written.
+    if lowered.isalpha() and not looks_like_identifier(chunk):
+        return _word_terms(lowered)
+    terms = _word_terms(lowered) if lowered.isalpha() else [lowered]
     for part in _PARTS.findall(chunk):
         if part.lower() != lowered:
-            terms.append(part.lower())
+            terms.append(stem(part.lower()))
         words = _CAMEL.findall(part)
         if len(words) > 1:
-            terms.extend(w.lower() for w in words)
+            terms.extend(stem(w.lower()) for w in words)
     return terms
 
 
 def compound_parts(term: str) -> list[str]:
     """The parts a joined term (`var/log`, `foo_bar.so`) is also indexed under; [] if none."""
-    parts = [p.lower() for p in _PARTS.findall(term)]
+    parts = [stem(p.lower()) for p in _PARTS.findall(term)]
     return parts if len(parts) > 1 else []
 
 
@@ -106,9 +142,10 @@ def tokenize(text: str, *, cjk_unigrams: bool = True) -> list[str]:
 
 
 def term_frequencies(text: str) -> tuple[dict[str, int], int]:
-    """The `lex` map of a memory and its length in terms."""
+    """The `lex` map of a memory and its length in terms (written forms beside
+    their stems are not counted twice)."""
     terms = tokenize(text)
-    return dict(Counter(terms)), len(terms)
+    return dict(Counter(terms)), sum(not is_exact_form(t) for t in terms)
 
 
 @dataclass(frozen=True)
@@ -117,6 +154,8 @@ class Query:
     identifiers: list[str]  # identifier-like chunks in their original case
     identifier_share: float = 0.0  # of the query's chunks, how many are identifiers
     cjk_share: float = 0.0  # of the query's word characters, how many are CJK
+    # Each term as the query wrote it (lower-cased), for people to read: `retri` was `retries`.
+    written: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
@@ -126,13 +165,16 @@ class Query:
 def parse_query(text: str) -> Query:
     """Query terms: like a document's, but CJK single characters only when a run is one character."""
     text = unicodedata.normalize("NFKC", text)
-    seen: dict[str, None] = {}
+    seen: dict[str, str] = {}
     identifiers: list[str] = []
     chunks = _CHUNK.findall(text)
     for chunk in chunks:
-        for term in _chunk_terms(chunk, cjk_unigrams=False):
+        terms = _chunk_terms(chunk, cjk_unigrams=False)
+        plain = len([t for t in terms if not is_exact_form(t)]) == 1
+        written = chunk.lower() if plain else None
+        for term in terms:
             if len(term) <= MAX_TERM_LENGTH:
-                seen.setdefault(term, None)
+                seen.setdefault(term, written or term)
         if not _is_cjk(chunk) and looks_like_identifier(chunk) and len(chunk) >= 3:
             identifiers.append(chunk)
     share = len(identifiers) / len(chunks) if chunks else 0.0
@@ -143,6 +185,7 @@ def parse_query(text: str) -> Query:
         identifiers=identifiers,
         identifier_share=share,
         cjk_share=cjk / letters if letters else 0.0,
+        written=seen,
     )
 
 

@@ -121,10 +121,11 @@ _UNMARKED = frozenset(
 def marked_terms(query: str, contains: str = "") -> list[str]:
     """What a search result marks: the query's own terms (as recall's lexical arm
     reads them) and the substring filter, longest first so a whole path wins."""
+    parsed = lexical.parse_query(query)
     terms = [
-        t
-        for t in lexical.parse_query(query).terms
-        if (len(t) >= 3 or lexical.is_cjk(t)) and t not in _UNMARKED
+        w
+        for w in (parsed.written.get(t, t) for t in parsed.terms if not lexical.is_exact_form(t))
+        if (len(w) >= 3 or lexical.is_cjk(w)) and w not in _UNMARKED
     ]
     if contains:
         terms.append(contains)

@@ -206,6 +206,8 @@ class LedgerApi(MemoryApiView):
     class Params(serializers.Serializer):
         session = SessionField()
         top = serializers.IntegerField(min_value=1, max_value=100, default=10)
+        # The dashboard's ranking by default; `events` counts injections too.
+        rank = serializers.ChoiceField(choices=["uses", "events"], default="uses")
 
     class InputSerializer(serializers.Serializer):
         session = serializers.CharField(max_length=200)
@@ -226,6 +228,7 @@ class LedgerApi(MemoryApiView):
                 workspace=self.workspace,
                 session_id=values.get("session") or None,
                 top=values["top"],
+                rank=values["rank"],
             )
         )
 

@@ -41,7 +41,7 @@ from memories import (
     session_log,
 )
 from memories import dashboard_selectors as memory_dash
-from memories.decay import falls_below, retention
+from memories.decay import cleanup_threshold, falls_below, retention
 from memories.forms import (
     SORTS,
     ConsolidateForm,
@@ -182,9 +182,10 @@ def _decay_chart(memory: Memory, workspace: Workspace, now: datetime) -> dict[st
     """Retention from the last access to a year ahead, by the ranking's own formula,
     with the memory's ledger marks on the time axis and the cleanup threshold."""
     tau = float(knob(workspace, "decay_tau_days"))
-    valuable = memory.source in ("model", "import")
-    threshold = float(
-        knob(workspace, "cleanup_threshold_valuable" if valuable else "cleanup_threshold")
+    threshold = cleanup_threshold(
+        memory.source,
+        plain=float(knob(workspace, "cleanup_threshold")),
+        valuable=float(knob(workspace, "cleanup_threshold_valuable")),
     )
     start, end = memory.last_accessed, now + timedelta(days=DECAY_AHEAD_DAYS)
     steps = 120
@@ -563,7 +564,7 @@ def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         for day, _ in daily_points({}, days=days, today=today)
     ]
     summary = selectors.ledger_summary(workspace=workspace, top=0)
-    hottest = memory_dash.ledger_most_used(workspace=workspace, limit=20)
+    hottest = selectors.ledger_hottest(workspace=workspace, limit=20)
     never = memory_dash.ledger_never_used(workspace=workspace, limit=20)
     texts = memory_dash.memories_by_id(
         workspace=workspace,

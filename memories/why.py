@@ -17,22 +17,26 @@ MAX_TERMS = 12  # matched terms kept per memory
 TERM_CHARS = 40
 
 
-def _matched_terms(query_terms: Sequence[str], memory: Memory, bm25: float) -> tuple[str, ...]:
-    """The query's terms the entry holds, in the query's order (as BM25 counted them).
+def _matched_terms(query: lexical.Query, memory: Memory, bm25: float) -> tuple[str, ...]:
+    """The query's terms the entry holds, in the query's order (as BM25 counted
+    them), each as the query wrote it.
 
     An entry with no BM25 holds none of them: only those with one are tokenised.
     """
-    if not query_terms or bm25 <= 0:
+    if not query.terms or bm25 <= 0:
         return ()
     held = set(lexical.tokenize(memory.text))
-    return tuple(t[:TERM_CHARS] for t in query_terms if t in held)[:MAX_TERMS]
+    shown = (
+        query.written.get(t, t) for t in query.terms if t in held and not lexical.is_exact_form(t)
+    )
+    return tuple(t[:TERM_CHARS] for t in shown)[:MAX_TERMS]
 
 
 def recall_ranking(*, result: RecallResult, query: str, ids: Sequence[int]) -> Ranking:
     """Each of `ids` (those the block holds) with its rank, score and the arms' parts."""
     wanted = set(ids)
     candidates = {c.id: c for c in result.fusion.candidates if c.id in wanted}
-    terms = lexical.parse_query(query).terms
+    parsed = lexical.parse_query(query)
     whys = []
     for rank, hit in enumerate(result.hits, start=1):
         memory_id = int(hit.memory.pk)
@@ -51,7 +55,7 @@ def recall_ranking(*, result: RecallResult, query: str, ids: Sequence[int]) -> R
                 dense_rank=None if dense_rank is None else dense_rank + 1,
                 bm25=hit.bm25 if lexical_rank is not None else None,
                 lexical_rank=None if lexical_rank is None else lexical_rank + 1,
-                terms=_matched_terms(terms, hit.memory, hit.bm25),
+                terms=_matched_terms(parsed, hit.memory, hit.bm25),
                 retention=hit.retention,
             )
         )

@@ -5,6 +5,7 @@ workspace of her own and must never see theirs."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,22 @@ from rest_framework.test import APIClient
 
 from contexts import services
 from contexts.models import ApiKey, Membership, Workspace
+from tests.memflow_site.helpers import (
+    Served,
+    database_url_for_tests,
+    env_for,
+    serving,
+    wait_for_embeddings,
+)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The browser tests' failure screenshots of an earlier run go, once per run: not
+    by each test worker (xdist), which would delete those another worker just saved."""
+    if hasattr(session.config, "workerinput"):
+        return
+    for stale in (Path(__file__).parent / "browser" / "artifacts").glob("FAILED-*.png"):
+        stale.unlink()
 
 
 @pytest.fixture(autouse=True)
@@ -123,3 +140,21 @@ def migrated_schedules(db: None) -> None:
             module = importlib.import_module(f"{app}.migrations.{info.name}")
             if hasattr(module, "add_schedule"):
                 module.add_schedule(apps, None)
+
+
+@pytest.fixture(scope="session")
+def memflow_server(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """`memflow serve` on this run's test database, its embedding model loaded: one for the
+    run, shared by the CLI, MCP and harness tests. They ask for `transactional_db`, so what
+    they write is committed and the server sees it; each test's flush empties it again."""
+    with django_db_blocker.unblock():
+        url = database_url_for_tests()
+        # `memflow serve` makes an admin on an empty database; the first
+        # transactional test flushes this placeholder.
+        User.objects.get_or_create(username="server-placeholder")
+    env = env_for(tmp_path_factory.mktemp("memflow-server") / "data", database_url=url)
+    with serving(env, "--no-worker") as server:
+        wait_for_embeddings(server)
+        yield server

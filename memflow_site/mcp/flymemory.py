@@ -37,6 +37,7 @@ from memories.api import (
     memory_json,
     remember_json,
 )
+from memories.decay import VALUABLE_SOURCES
 from memories.models import InjectionEvent, Memory
 from memories.triage_api import ConflictsApi
 from memories.upkeep_api import CleanupApi, ConsolidateApi, SessionPackApi
@@ -627,6 +628,7 @@ async def flymemory_cleanup(
         report = services.memory_cleanup(workspace=call.workspace, dry_run=data["dry_run"])
         plain = knob(call.workspace, "cleanup_threshold")
         valuable = knob(call.workspace, "cleanup_threshold_valuable")
+        kept = "/".join(VALUABLE_SOURCES)
         remaining = Memory.objects.filter(
             workspace=call.workspace, forgotten_at__isnull=True
         ).count()
@@ -635,7 +637,7 @@ async def flymemory_cleanup(
         else:
             head = f"Removed {report.removed} decayed memories. Remaining: {remaining}"
         return Answer(
-            f"{head} (thresholds: retention < {plain:.3g}, model/import < {valuable:.3g})",
+            f"{head} (thresholds: retention < {plain:.3g}, {kept} < {valuable:.3g})",
             {
                 "dry_run": report.dry_run,
                 "removed": report.removed,

@@ -83,7 +83,14 @@ from memories.selectors.search import (
     workspace_size,
 )
 from memories.selectors.states import state_current, state_history, state_keys
-from memories.selectors.stats import ledger_summary, memory_counts_by_workspace, memory_stats
+from memories.selectors.stats import (
+    HottestRank,
+    MostUsed,
+    ledger_hottest,
+    ledger_summary,
+    memory_counts_by_workspace,
+    memory_stats,
+)
 
 __all__ = [
     "DENSE_BLIND_SHARE",
@@ -109,11 +116,13 @@ __all__ = [
     "EmbedderStatus",
     "Fusion",
     "Hit",
+    "HottestRank",
     "LexicalFeatures",
     "LexicalHit",
     "LexicalResult",
     "LexicalStats",
     "MemoryFilters",
+    "MostUsed",
     "PromptRanking",
     "QueryVector",
     "RecallResult",
@@ -132,6 +141,7 @@ __all__ = [
     "fuse",
     "is_captured_prompt",
     "is_visible",
+    "ledger_hottest",
     "ledger_summary",
     "lexical_arm",
     "lexical_statement",

@@ -121,8 +121,9 @@ _BM25_LATERAL = """
         SELECT SUM(q.idf * (t.tf * (%(k1)s + 1))
                    / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * m.lex_len / %(avgdl)s)))
                    AS bm25,
-               SUM(q.idf) AS matched_idf
-        FROM unnest(%(terms)s::text[], %(idfs)s::float8[]) AS q(term, idf)
+               SUM(q.mass) AS matched_idf
+        FROM unnest(%(terms)s::text[], %(idfs)s::float8[], %(masses)s::float8[])
+             AS q(term, idf, mass)
         CROSS JOIN LATERAL (SELECT (m.lex ->> q.term)::float8 AS tf) t
         WHERE t.tf IS NOT NULL
     ) s"""
@@ -144,17 +145,23 @@ class LexicalFeatures:
 
     @classmethod
     def of(cls, query: lexical.Query, stats: LexicalStats, text: str) -> LexicalFeatures:
+        # A word's written form adds to the score of the entries that hold it
+        # as written, but is no part of how much of the query an entry holds
+        # (its stem counts that) and finds no candidates its stem would not.
         # A request's own words ("tell me what you remember") count for
         # little: they say how to answer, not what about (memories.framing).
         weights = framing_weights(query.terms)
+        exact = {t for t in query.terms if lexical.is_exact_form(t)}
         idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) * weights[t] for t in query.terms}
-        known = [t for t in query.terms if stats.df.get(t, 0) > 0 and weights[t] == 1.0]
-        known = known or [t for t in query.terms if stats.df.get(t, 0) > 0]
+        masses = {t: 0.0 if t in exact else v for t, v in idfs.items()}
+        found = [t for t in query.terms if stats.df.get(t, 0) > 0 and t not in exact]
+        known = [t for t in found if weights[t] == 1.0] or found
         patterns = _exact_case_patterns(query.identifiers)
         phrase = _phrase_pattern(text)
         params = {
             "terms": list(idfs),
-            "idfs": list(idfs.values()),
+            "idfs": [v * lexical.EXACT_FORM_WEIGHT if t in exact else v for t, v in idfs.items()],
+            "masses": list(masses.values()),
             "avgdl": stats.avg_length,
             "k1": lexical.K1,
             "b": lexical.B,
@@ -166,7 +173,7 @@ class LexicalFeatures:
         return cls(
             params=params,
             selected=_rare_terms(known, stats.df) if known else [],
-            total_idf=_query_idf_mass(idfs, stats.df),
+            total_idf=_query_idf_mass({t: v for t, v in idfs.items() if t not in exact}, stats.df),
         )
 
 

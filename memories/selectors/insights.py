@@ -13,7 +13,7 @@ from contexts.fairness import heavy_read
 from contexts.knobs import knob
 from contexts.models import Workspace
 from memories.conf import conflict_cosine
-from memories.decay import retention_sql
+from memories.decay import cleanup_threshold_sql, retention_sql
 from memories.models import Memory, MemoryEvidence, TriageDecision
 from memories.selectors.embedder import embedder_for
 from memories.selectors.entries import visible_sql
@@ -217,7 +217,7 @@ def memory_below_retention(*, workspace: Workspace, now: datetime) -> list[tuple
     sql = f"""
         SELECT m.id, {expr} AS r, m.source FROM memories_memory m
         WHERE m.workspace_id = %(ws)s AND NOT m.pinned AND m.forgotten_at IS NULL
-          AND ({expr} < CASE WHEN m.source IN ('model', 'import') THEN %(valuable)s ELSE %(plain)s END
+          AND ({expr} < {cleanup_threshold_sql("%(plain)s", "%(valuable)s")}
                OR m.expires_at < %(now)s)
         ORDER BY m.id
     """

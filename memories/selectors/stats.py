@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from django.db.models import Avg, Count, Max, Min, Q
+from django.db.models import Avg, Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from contexts.fairness import heavy_read
@@ -62,18 +63,68 @@ def _memory_stats(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
 # --- the ledger ------------------------------------------------------------------
 
 
-def ledger_summary(
-    *, workspace: Workspace, session_id: str | None = None, top: int = 10
-) -> dict[str, Any]:
-    """Injection → use rates: of the ids injected into a session, how many were then used."""
-    with heavy_read("ledger"):
-        return _ledger_summary(workspace=workspace, session_id=session_id, top=top)
+@dataclass(frozen=True)
+class MostUsed:
+    memory_id: int
+    events: int  # every ledger mark, injections included
+    uses: int  # the marks that were uses: expanded, recalled, superseded
 
 
-def _ledger_summary(*, workspace: Workspace, session_id: str | None, top: int) -> dict[str, Any]:
+HottestRank = Literal["uses", "events"]
+
+
+def ledger_hottest(
+    *,
+    workspace: Workspace,
+    limit: int = 20,
+    session_id: str | None = None,
+    rank: HottestRank = "uses",
+) -> list[MostUsed]:
+    """The hottest ids. By `uses` (the dashboard, the API and `memflow ledger`): the ids the
+    model used most, then by all marks, only ids with a use; by all marks, ids injected
+    often and never used would lead, and those are the ledger page's "never used". By
+    `events`: every mark counts, injections included."""
+    return _hottest(_ledger_events(workspace, session_id), limit=limit, rank=rank)
+
+
+def _ledger_events(workspace: Workspace, session_id: str | None) -> QuerySet[InjectionEvent]:
     events = InjectionEvent.objects.filter(workspace=workspace)
     if session_id is not None:
         events = events.filter(session__external_id=session_id)
+    return events
+
+
+def _hottest(events: QuerySet[InjectionEvent], *, limit: int, rank: HottestRank) -> list[MostUsed]:
+    # Uses index: injection_workspace_idx.
+    rows = events.values("memory_id").annotate(
+        n=Count("id"), used=Count("id", filter=~Q(kind=InjectionEvent.Kind.INJECTED))
+    )
+    if rank == "uses":
+        rows = rows.filter(used__gt=0).order_by("-used", "-n", "memory_id")
+    else:
+        rows = rows.order_by("-n", "memory_id")
+    return [
+        MostUsed(memory_id=int(r["memory_id"]), events=r["n"], uses=r["used"]) for r in rows[:limit]
+    ]
+
+
+def ledger_summary(
+    *,
+    workspace: Workspace,
+    session_id: str | None = None,
+    top: int = 10,
+    rank: HottestRank = "uses",
+) -> dict[str, Any]:
+    """Injection → use rates: of the ids injected into a session, how many were then used;
+    and the `top` hottest ids, ranked as `ledger_hottest` ranks them."""
+    with heavy_read("ledger"):
+        return _ledger_summary(workspace=workspace, session_id=session_id, top=top, rank=rank)
+
+
+def _ledger_summary(
+    *, workspace: Workspace, session_id: str | None, top: int, rank: HottestRank
+) -> dict[str, Any]:
+    events = _ledger_events(workspace, session_id)
     injected = set(
         events.filter(kind=InjectionEvent.Kind.INJECTED).values_list("session_id", "memory_id")
     )
@@ -85,11 +136,6 @@ def _ledger_summary(*, workspace: Workspace, session_id: str | None, top: int) -
     ):
         uses[kind] = set(events.filter(kind=kind).values_list("session_id", "memory_id")) & injected
     used_any = set().union(*uses.values()) if uses else set()
-    hottest = list(
-        events.values("memory_id")
-        .annotate(n=Count("id"), used=Count("id", filter=~Q(kind=InjectionEvent.Kind.INJECTED)))
-        .order_by("-n", "memory_id")[:top]
-    )
     n = len(injected)
     return {
         "injected": n,
@@ -98,6 +144,7 @@ def _ledger_summary(*, workspace: Workspace, session_id: str | None, top: int) -
         "by_kind": {kind: len(pairs) for kind, pairs in uses.items()},
         "rates": {kind: (round(len(pairs) / n, 4) if n else 0.0) for kind, pairs in uses.items()},
         "hottest": [
-            {"memory_id": h["memory_id"], "events": h["n"], "uses": h["used"]} for h in hottest
+            {"memory_id": h.memory_id, "events": h.events, "uses": h.uses}
+            for h in _hottest(events, limit=top, rank=rank)
         ],
     }

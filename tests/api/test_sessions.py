@@ -228,7 +228,8 @@ def test_each_injected_memory_says_why_it_ranked(acme, bob, make_key, api, hook)
     assert why["score"] > 0 and why["fused"] >= why["score"]
     assert 0 < why["cosine"] <= 1 and why["bm25"] > 0 and 0 < why["retention"] <= 1
     # the prompt's words the entry holds (no stemming: "payment" is not "payments")
-    assert why["terms"] == ["times", "webhooks"]
+    # Matched through their stems (`payments`, `retries`), shown as the prompt wrote them.
+    assert why["terms"] == ["times", "payment", "webhooks", "retry"]
     assert entry["marks"] == ["injected"]
 
 
@@ -243,7 +244,7 @@ def test_the_why_is_what_was_recorded_not_a_recomputation(acme, bob, make_key, a
     after = client.get(f"{URL}cc-1/", {"memory": fact.pk}).json()
     assert _injections(after) == _injections(before)
     (block,) = [b for b in _injections(after)[0]["blocks"] if b["memories"]]
-    assert block["memories"][0]["why"]["terms"] == ["times", "webhooks"]
+    assert block["memories"][0]["why"]["terms"] == ["times", "payment", "webhooks", "retry"]
 
 
 def test_injections_carry_their_turn_and_a_startups_restore_says_so(acme, bob, make_key, api, hook):

@@ -89,10 +89,10 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
-    for stale in ARTIFACTS.glob("FAILED-*.png"):  # from an earlier run
-        stale.unlink()
+    expect.set_options(timeout=60_000)  # the same hang guard as the pages' own waits
+
     # Playwright's sync API keeps an event loop on this thread while it runs;
     # the tests' own ORM calls (making data, checking results) stay synchronous.
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")

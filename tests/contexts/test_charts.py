@@ -53,7 +53,7 @@ def days(values):
 
 def test_a_one_percent_day_is_drawn_to_the_datas_scale_not_to_100_percent():
     chart = charts.bar_chart(days([0.01, 0.0, 0.02]), percent=True)
-    plot = chart.bottom - chart.top
+    plot = chart.frame.bottom - chart.frame.top
     assert chart.bars[2].height == pytest.approx(plot)  # 2 % is the top of this axis
     assert chart.bars[0].height == pytest.approx(plot / 2)
     assert chart.bars[1].height == 0
@@ -74,14 +74,17 @@ def test_date_labels_thin_out_over_longer_ranges():
             date(2026, 11, 1) + timedelta(days=n - 1)
         )
         assert len(chart.bars) == n
-        assert all(chart.left <= b.x and b.x + b.width <= chart.right + 0.01 for b in chart.bars)
+        assert all(
+            chart.frame.left <= b.x and b.x + b.width <= chart.frame.right + 0.01
+            for b in chart.bars
+        )
 
 
 def test_rates_by_source_share_one_axis_scaled_to_the_highest():
     chart = charts.rate_chart([("model", 0.04, "4 of 100 used"), ("hook", 0.01, "1 of 100 used")])
     assert chart.ticks[-1].label == "4%"
-    assert chart.rows[0].width == pytest.approx(chart.right - chart.left)
-    assert chart.rows[1].width == pytest.approx((chart.right - chart.left) / 4)
+    assert chart.rows[0].width == pytest.approx(chart.frame.right - chart.frame.left)
+    assert chart.rows[1].width == pytest.approx((chart.frame.right - chart.frame.left) / 4)
     assert chart.rows[1].title == "hook: 1.0% (1 of 100 used)"
 
 
@@ -92,10 +95,12 @@ def test_a_line_splits_at_now_and_pins_marks_to_their_moment():
     chart = charts.line_chart(
         samples, now=now, marks=[(accessed, "recalled", "recalled")], threshold=0.1
     )
-    assert chart.marks[0].x == chart.left  # the oldest moment opens the axis
+    assert chart.marks[0].x == chart.frame.left  # the oldest moment opens the axis
     assert chart.past.count(",") == 3 and chart.future.count(",") == 3  # now is in both
-    assert chart.left < chart.now_x < chart.right
-    assert chart.threshold_y == pytest.approx(chart.bottom - 0.1 * (chart.bottom - chart.top))
+    assert chart.frame.left < chart.now_x < chart.frame.right
+    assert chart.threshold_y == pytest.approx(
+        chart.frame.bottom - 0.1 * (chart.frame.bottom - chart.frame.top)
+    )
     assert chart.x_ticks[0].label == "Jul 4"
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from contexts.models import AgentSession, SessionEvent
-from memories import services
+from memories import decay, services
 from memories.models import Memory
 from tests.dashboard.stories import ESCAPED_SCRIPT, SCRIPT, remember, session_story
 
@@ -93,7 +94,8 @@ def test_an_injection_in_the_history_links_to_its_event_and_says_why(
     link = f"/w/acme/sessions/{session.pk}/?memory={fact.pk}#event-{injection.pk}"
     assert f'href="{link}"' in row and "turn 1: <code>memflow:recall</code>" in row
     assert "rank 1 · score " in row and "(#1)" in row
-    assert '<code class="term">times</code> <code class="term">webhooks</code>' in row
+    terms = ("times", "payment", "webhooks", "retry")  # `payments`, `retries` through their stems
+    assert " ".join(f'<code class="term">{t}</code>' for t in terms) in row
     # the link's page holds that event, with the memory's row marked
     page = as_user(bob).get(link.split("#")[0]).content.decode()
     assert f'id="event-{injection.pk}"' in page
@@ -127,3 +129,25 @@ def test_the_decay_chart_is_the_ranking_formula_with_the_ledger_marks(acme, vict
     html = as_user(victor).get(f"/w/acme/memories/{memory.pk}/").content.decode()
     chart = html.split('id="decay"')[1].split("</figure>")[0]
     assert 'class="threshold"' not in chart and "Pinned: the cleanup never removes it" in chart
+
+
+@pytest.mark.parametrize(
+    ("source", "shown", "removed"),
+    [("hook", "0.10", True), ("consolidation", "0.10", True), ("model", "0.03", False),
+     ("import", "0.03", False)],
+)  # fmt: skip
+def test_the_page_shows_the_threshold_the_cleanup_holds_its_source_to(
+    acme, victor, as_user, source, shown, removed
+):
+    """At retention 0.06, between the two thresholds (0.1, and 0.1/3 for kept memories)."""
+    memory = remember(acme, "The nightly export writes to the cold bucket.")
+    now = timezone.now()
+    faded = decay.falls_below(last_accessed=now, access_count=0, source=source, threshold=0.06)
+    assert faded is not None
+    Memory.objects.filter(pk=memory.pk).update(source=source, last_accessed=now - (faded - now))
+    html = as_user(victor).get(f"/w/acme/memories/{memory.pk}/").content.decode()
+    chart = html.split('id="decay"')[1].split("</figure>")[0]
+    said = "fell below" if removed else "If nobody uses it, it falls below"
+    assert f"{said} the cleanup threshold {shown} around" in chart
+    candidates = {i for i, _, _ in services.memory_cleanup(workspace=acme).candidates}
+    assert (memory.pk in candidates) is removed

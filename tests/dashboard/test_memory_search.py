@@ -40,7 +40,8 @@ def test_a_search_shows_only_real_hits_and_a_paraphrase_still_finds_its_answer(a
     for question, answer in PARAPHRASES:
         html = client.get("/w/acme/memories/", {"q": question}).content.decode()
         assert texts_of(html)[0] == answer, question
-        assert len(texts_of(html)) <= 5, question
+        # A few neighbours sharing a real word (`stored` meets `store`) may follow it.
+        assert len(texts_of(html)) <= 6, question
     nothing = client.get("/w/acme/memories/?q=nonexistentword").content.decode()
     assert "Nothing in this workspace matches “nonexistentword”" in nothing
 

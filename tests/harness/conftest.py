@@ -29,8 +29,7 @@ from django.contrib.auth.models import User
 from contexts import services
 from contexts.models import Workspace
 from tests.harness.fake_model import FakeModel, Turn, fake_model
-from tests.memflow_site.helpers import MEMFLOW, Served, env_for, serving, wait_for_embeddings
-from tests.reliability.conftest import database_url_for_tests
+from tests.memflow_site.helpers import MEMFLOW, Served
 
 HERE = Path(__file__).parent
 VERSION = (HERE / "claude-code-version").read_text().strip()
@@ -60,23 +59,10 @@ def claude_bin() -> Path:
     return path
 
 
-@pytest.fixture(scope="package")
-def live(
-    claude_bin: Path,
-    django_db_setup: None,
-    django_db_blocker: Any,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Served]:
-    """One `memflow serve` against this run's test database, for the whole suite."""
-    with django_db_blocker.unblock():
-        url = database_url_for_tests()
-        # `memflow serve` makes an admin on an empty database; the first
-        # transactional test flushes this placeholder.
-        User.objects.get_or_create(username="harness-placeholder")
-    env = env_for(tmp_path_factory.mktemp("harness") / "data", database_url=url)
-    with serving(env, "--no-worker") as server:
-        wait_for_embeddings(server)
-        yield server
+@pytest.fixture
+def live(claude_bin: Path, memflow_server: Served) -> Served:
+    """The run's `memflow serve` (tests/conftest.py), once Claude Code is known to be here."""
+    return memflow_server
 
 
 @dataclass

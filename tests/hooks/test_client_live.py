@@ -11,69 +11,33 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
-from contexts import services
-from contexts.models import CompressionRef, SessionEvent, Workspace
+from contexts.models import CompressionRef, SessionEvent
 from tests.memflow_site.helpers import (
     MEMFLOW,
+    Account,
     Served,
-    env_for,
+    client_env,
     free_port,
-    serving,
-    wait_for_embeddings,
+    make_account,
+    memflow,
 )
-from tests.reliability.conftest import database_url_for_tests
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(scope="module")
-def live(
-    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    with django_db_blocker.unblock():
-        url = database_url_for_tests()
-        User.objects.get_or_create(username="client-placeholder")  # flushed by the first test
-    env = env_for(tmp_path_factory.mktemp("client-live") / "data", database_url=url)
-    with serving(env, "--no-worker") as server:
-        wait_for_embeddings(server)
-        yield server
-
-
 @pytest.fixture
-def key(live: Served) -> tuple[Workspace, str]:
-    user = User.objects.create_user("carol", password="x")
-    workspace = services.workspace_create(user=user, slug="carol", name="Carol")
-    return workspace, services.apikey_create(user=user, scope="write", workspace=workspace).raw
-
-
-def client_env(tmp_path: Path, **settings: str) -> dict[str, str]:
-    """A person's shell: their own HOME (Claude Code's dir, the skip state), memflow's settings."""
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    env = {**env_for(tmp_path / "data"), "HOME": str(home), "MEMFLOW_HOOK_TIMEOUT": "10"}
-    env.pop("XDG_STATE_HOME", None)
-    env.pop("XDG_CONFIG_HOME", None)
-    return {**env, **settings}
+def carol(memflow_server: Served) -> Account:
+    return make_account("carol")
 
 
 def run(args: list[str], env: dict[str, str], stdin: str = "", cwd: Path | None = None):
-    return subprocess.run(
-        [MEMFLOW, *args],
-        input=stdin,
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return memflow(*args, env=env, check=False, timeout=60, input=stdin, cwd=cwd)
 
 
 # --- bad persistedOutputPaths, end to end ---------------------------------------------------
@@ -107,10 +71,10 @@ def cut_call(path: str, size: int, cwd: Path) -> str:
     ],
 )
 def test_a_bad_persisted_output_path_is_refused_and_the_hook_goes_on(
-    live: Served, key: tuple[Workspace, str], tmp_path: Path, case: str, reason: str
+    memflow_server: Served, carol: Account, tmp_path: Path, case: str, reason: str
 ) -> None:
-    workspace, raw = key
-    env = client_env(tmp_path, MEMFLOW_URL=live.url, MEMFLOW_API_KEY=raw)
+    workspace = carol.workspace
+    env = client_env(tmp_path, memflow_server.url, carol.key)
     results = Path(env["HOME"]) / ".claude" / "projects" / "p" / "s" / "tool-results"
     results.mkdir(parents=True)
     path = results / "b1.txt"
@@ -138,10 +102,10 @@ def test_a_bad_persisted_output_path_is_refused_and_the_hook_goes_on(
 
 
 def test_status_says_what_the_client_resolved_and_that_it_works(
-    live: Served, key: tuple[Workspace, str], tmp_path: Path
+    memflow_server: Served, carol: Account, tmp_path: Path
 ) -> None:
-    _, raw = key
-    env = client_env(tmp_path, MEMFLOW_URL=live.url, MEMFLOW_API_KEY=raw)
+    raw = carol.key
+    env = client_env(tmp_path, memflow_server.url, raw)
     project = tmp_path / "project"
     project.mkdir()
     assert run(["install-hooks", "--claude-code", "--project"], env, cwd=project).returncode == 0
@@ -149,7 +113,7 @@ def test_status_says_what_the_client_resolved_and_that_it_works(
     done = run(["status"], env, cwd=project)
 
     assert done.returncode == 0, done.stderr
-    assert f"{live.url}  (MEMFLOW_URL)" in done.stderr
+    assert f"{memflow_server.url}  (MEMFLOW_URL)" in done.stderr
     assert f"{raw[:11]}…  (MEMFLOW_API_KEY): valid, scope write, restricted to carol" in done.stderr
     assert "carol  (the key's): your role is owner" in done.stderr
     assert f"{project}/.claude/settings.local.json: 7 events" in done.stderr
@@ -158,16 +122,15 @@ def test_status_says_what_the_client_resolved_and_that_it_works(
     assert facts["workspace"] == {"slug": "carol", "role": "owner"} and facts["problems"] == []
 
 
-def test_status_fails_on_a_wrong_key(live: Served, key: tuple[Workspace, str], tmp_path: Path):
-    env = client_env(tmp_path, MEMFLOW_URL=live.url, MEMFLOW_API_KEY="mf_not-a-real-key-at-all")
+def test_status_fails_on_a_wrong_key(memflow_server: Served, carol: Account, tmp_path: Path):
+    env = client_env(tmp_path, memflow_server.url, "mf_not-a-real-key-at-all")
     done = run(["status"], env)
     assert done.returncode == 1
     assert "problem: The server refuses the API key mf_not-a-re…" in done.stderr
 
 
-def test_status_fails_on_a_wrong_workspace(live: Served, key: tuple[Workspace, str], tmp_path):
-    _, raw = key
-    env = client_env(tmp_path, MEMFLOW_URL=live.url, MEMFLOW_API_KEY=raw, MEMFLOW_WORKSPACE="nope")
+def test_status_fails_on_a_wrong_workspace(memflow_server: Served, carol: Account, tmp_path: Path):
+    env = client_env(tmp_path, memflow_server.url, carol.key, MEMFLOW_WORKSPACE="nope")
     done = run(["status"], env)
     assert done.returncode == 1
     assert "Workspace 'nope' (MEMFLOW_WORKSPACE) is not one this key can use" in done.stderr
@@ -203,13 +166,14 @@ def test_status_fails_on_a_url_that_is_not_memflow(tmp_path: Path) -> None:
 
 
 def test_status_clears_a_skip_once_the_server_answers(
-    live: Served, key: tuple[Workspace, str], tmp_path: Path
+    memflow_server: Served, carol: Account, tmp_path: Path
 ) -> None:
-    _, raw = key
-    env = client_env(tmp_path, MEMFLOW_URL=live.url, MEMFLOW_API_KEY=raw)
+    env = client_env(tmp_path, memflow_server.url, carol.key)
     state = Path(env["HOME"]) / ".local" / "state" / "memflow" / "hook-skip.json"
     state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({live.url: {"until": time.time() + 600, "reason": "no answer"}}))
+    state.write_text(
+        json.dumps({memflow_server.url: {"until": time.time() + 600, "reason": "no answer"}})
+    )
     done = run(["status"], env)
     assert done.returncode == 0, done.stderr
     assert "hooks were skipping it (no answer); cleared, it answers" in done.stderr

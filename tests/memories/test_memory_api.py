@@ -215,6 +215,12 @@ def test_ledger_counts_injections_and_uses(bob_api):
     assert summary["by_kind"] == {"expanded": 1, "recalled": 1, "superseded": 0}
     assert abs(summary["use_rate"] - 2 / 3) < 1e-3
     assert InjectionEvent.objects.filter(kind="expanded").count() == 1
+    # hottest: ranked by uses, as the dashboard ranks them; the id never used is not among them
+    assert [(h["memory_id"], h["uses"]) for h in summary["hottest"]] == [(ids[0], 1), (ids[1], 1)]
+    by_events = bob_api.get(f"{BASE}/ledger/?session=s1&rank=events").json()["hottest"]
+    assert [(h["memory_id"], h["events"], h["uses"]) for h in by_events][-1] == (ids[2], 1, 0)
+    refused = bob_api.get(f"{BASE}/ledger/?rank=hot")
+    assert refused.status_code == 400 and refused.json()["code"] == "invalid"
 
 
 def test_forget_deletes_and_reopens_a_state_predecessor(bob_api):

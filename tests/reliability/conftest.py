@@ -11,14 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import httpx
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 
-from tests.memflow_site.helpers import Served, env_for, serving
+from tests.memflow_site.helpers import Served, database_url_for_tests, env_for, serving
 
 WEB_WORKERS = 2
 
@@ -28,22 +26,6 @@ def fast_password_hashing(settings: Any) -> None:
     # The personas' passwords are hashed with 1,000,000 PBKDF2 rounds otherwise:
     # over a second of setup per test on this machine, for nothing under test here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-def database_url_for_tests() -> str:
-    """A DATABASE_URL for the database this test run uses (embedded or not)."""
-    connection.ensure_connection()
-    info = connection.connection.info
-    settings = connection.settings_dict
-    user = quote(settings["USER"] or info.user)
-    password = f":{quote(settings['PASSWORD'])}" if settings["PASSWORD"] else ""
-    query: dict[str, Any] = {"host": info.host}
-    query.update(
-        (name, value)
-        for name, value in (settings.get("OPTIONS") or {}).items()
-        if isinstance(value, str | int)
-    )
-    return f"postgresql://{user}{password}@localhost:{info.port}/{quote(info.dbname)}?{urlencode(query)}"
 
 
 @pytest.fixture(scope="package")
