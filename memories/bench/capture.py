@@ -5,6 +5,8 @@ them in other words through the real user-prompt hook (each prompt recalled
 for and captured, as a harness's would be), then new sessions ask again in
 still other words. For each new question: is the answering fact the first
 entry of the recall block, and what share of the block is captured prompts.
+Before any prompt is stored, recall alone is scored for the new question and
+for its bare subject: the gap is what the request's wording costs.
 
 The corpus is real text: Debian's package descriptions by default (the
 quality bench's, fetched with apt), or `--corpus DIR` holding a
@@ -23,6 +25,7 @@ from typing import Any
 
 from contexts import services as context_services
 from contexts.models import AgentSession
+from contexts.secrets import find_secret
 from memories import selectors, services
 from memories.bench.corpus import load_corpus
 from memories.bench.run import (
@@ -73,7 +76,13 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 def _from_dir(corpus: Path, facts: int) -> tuple[dict[str, str], list[Topic]]:
     """A commits-curl shaped corpus: the facts, and one topic per single-answer `summary` query."""
     say(f"reading {corpus}…")
-    texts = {str(r["id"]): str(r["text"]) for r in _jsonl(corpus / "corpus.jsonl")}
+    # Remember refuses a text that looks like it holds a secret (one curl
+    # commit has a password in a URL), and with it its whole batch.
+    texts = {
+        str(r["id"]): str(r["text"])
+        for r in _jsonl(corpus / "corpus.jsonl")
+        if not find_secret(str(r["text"]))
+    }
     keys = list(texts)[:facts]
     kept = set(keys)
     topics = [
@@ -126,8 +135,11 @@ def bench_capture(
     )
     try:
         ids = _remember_facts(workspace, texts)
-        # Before any prompt is captured: how often recall alone puts the fact first.
-        alone = _first_alone(workspace, chosen, ids)
+        # Before any prompt is captured: how often recall alone puts the fact
+        # first, for the new question and for its bare subject (the gap is
+        # what the request's wording costs).
+        alone = _first_alone(workspace, chosen, ids, NEW)
+        bare = _first_alone(workspace, chosen, ids, "{s}")
 
         def ask(session: str, prompt: str) -> list[int]:
             outcome = hook_handle(
@@ -156,6 +168,7 @@ def bench_capture(
         result = _ask_new(ask, workspace, chosen, ids, sessions, alone)
         result.update(
             {
+                "fact_first_bare_subject_without_prompts": round(len(bare) / len(chosen), 4),
                 "corpus": str(corpus) if corpus else "debian (apt)",
                 "facts": len(texts),
                 "topics": len(chosen),
@@ -172,11 +185,14 @@ def bench_capture(
         workspace.delete()
 
 
-def _first_alone(workspace: Any, chosen: list[Topic], ids: dict[str, int]) -> set[str]:
-    """The topics whose fact recall ranks first for the new question while no prompt is stored."""
+def _first_alone(
+    workspace: Any, chosen: list[Topic], ids: dict[str, int], wording: str
+) -> set[str]:
+    """The topics whose fact recall ranks first for `wording` while no prompt is stored."""
     first = set()
     for topic in chosen:
-        hits = selectors.memory_recall(workspace=workspace, query=NEW.format(s=topic.subject), k=1)
+        query = wording.format(s=topic.subject)
+        hits = selectors.memory_recall(workspace=workspace, query=query, k=1)
         if hits.hits and hits.hits[0].memory.pk == ids[topic.key]:
             first.add(topic.key)
     return first

@@ -10,6 +10,7 @@ from typing import Any
 from contexts.db import bound_rows
 from contexts.models import Workspace
 from memories import lexical
+from memories.framing import framing_weights
 from memories.selectors.entries import MemoryFilters
 from memories.selectors.search import (
     _HIT,
@@ -147,10 +148,14 @@ class LexicalFeatures:
         # A word's written form adds to the score of the entries that hold it
         # as written, but is no part of how much of the query an entry holds
         # (its stem counts that) and finds no candidates its stem would not.
+        # A request's own words ("tell me what you remember") count for
+        # little: they say how to answer, not what about (memories.framing).
+        weights = framing_weights(query.terms)
         exact = {t for t in query.terms if lexical.is_exact_form(t)}
-        idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) for t in query.terms}
+        idfs = {t: lexical.idf(stats.df.get(t, 0), stats.docs) * weights[t] for t in query.terms}
         masses = {t: 0.0 if t in exact else v for t, v in idfs.items()}
-        known = [t for t in query.terms if stats.df.get(t, 0) > 0 and t not in exact]
+        found = [t for t in query.terms if stats.df.get(t, 0) > 0 and t not in exact]
+        known = [t for t in found if weights[t] == 1.0] or found
         patterns = _exact_case_patterns(query.identifiers)
         phrase = _phrase_pattern(text)
         params = {

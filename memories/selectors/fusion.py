@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from memories import lexical
@@ -51,6 +52,7 @@ def fuse(
     lexical_result: LexicalResult,
     cosines: dict[int, float],
     dense_blind: bool = False,
+    unweighing: Collection[int] = (),
 ) -> Fusion:
     """Adaptive convex fusion of the two arms.
 
@@ -80,7 +82,7 @@ def fuse(
     ids = list(dict.fromkeys([i for i, _ in dense] + [h.id for h in lexical_result.hits]))
     if not ids:
         return Fusion(lexical_weight=0.0, reason="no candidates")
-    weight, reason = _lexical_weight(query, lexical_result, dense_blind)
+    weight, reason = _lexical_weight(query, lexical_result, dense_blind, unweighing)
     scored = _scored(
         ids=ids,
         query=query,
@@ -94,13 +96,23 @@ def fuse(
 
 
 def _lexical_weight(
-    query: lexical.Query, lexical_result: LexicalResult, dense_blind: bool
+    query: lexical.Query,
+    lexical_result: LexicalResult,
+    dense_blind: bool,
+    unweighing: Collection[int] = (),
 ) -> tuple[float, str]:
-    """How much the lexical arm is trusted for this query (see fuse), and why."""
+    """How much the lexical arm is trusted for this query (see fuse), and why.
+
+    `unweighing`: hits whose coverage does not count (captured prompts: an
+    earlier question holds the next one's words verbatim, yet rarely answers it).
+    """
     best_bm25 = max((h.bm25 for h in lexical_result.hits), default=0.0)
     if best_bm25 <= 0:
         return 0.0, "no lexical match"
-    best_coverage = max((lexical_result.coverage(h) for h in lexical_result.hits), default=0.0)
+    best_coverage = max(
+        (lexical_result.coverage(h) for h in lexical_result.hits if h.id not in unweighing),
+        default=0.0,
+    )
     slide = min(max((best_coverage - 0.5) / 0.4, 0.0), 1.0)
     weight = 0.1 + 0.8 * slide
     reason = f"best lexical coverage {best_coverage:.2f}"

@@ -31,7 +31,12 @@ from memories.selectors.dense import DENSE_CANDIDATES, DenseHit, dense_hits
 from memories.selectors.embedder import embedder_for
 from memories.selectors.entries import MemoryFilters
 from memories.selectors.fusion import DENSE_BLIND_SHARE, Fusion, Scored, fuse
-from memories.selectors.prompts import PromptRanking, is_captured_prompt, prompts_ranked
+from memories.selectors.prompts import (
+    PromptRanking,
+    asks_past_requests,
+    is_captured_prompt,
+    prompts_ranked,
+)
 from memories.selectors.search import Seen, _vector_param, beside
 
 logger = logging.getLogger(__name__)
@@ -128,7 +133,12 @@ def memory_recall(
         fusion = _lexical_only(lexical_result)
     else:
         fusion = _fused(
-            parsed, dense, lexical_result, vector_model, candidates or LEXICAL_CANDIDATES
+            parsed,
+            dense,
+            lexical_result,
+            vector_model,
+            candidates or LEXICAL_CANDIDATES,
+            _unweighing(seen, query, prompts or PromptRanking()),
         )
     hits = _weighed(
         workspace=workspace,
@@ -141,6 +151,15 @@ def memory_recall(
         prompts=prompts or PromptRanking(),
     )
     return RecallResult(hits=hits, fusion=fusion)
+
+
+def _unweighing(seen: dict[int, Seen], query: str, policy: PromptRanking) -> set[int]:
+    """The captured prompts among the hits, which do not decide how far the query's
+    words are trusted (an earlier question holds them verbatim, yet rarely answers);
+    none when the prompts are what the query seeks (selectors.prompts)."""
+    if not policy.answers_first or asks_past_requests(query):
+        return set()
+    return {i for i, s in seen.items() if is_captured_prompt(s.row)}
 
 
 def _query_vector(
@@ -250,6 +269,7 @@ def _fused(
     lexical_result: LexicalResult,
     vector_model: str | None,
     limit: int,
+    unweighing: set[int],
 ) -> Fusion:
     """Both arms fused, each candidate with its cosine from whichever arm read it."""
     lexical_result = _merge_lexical(lexical_result, dense, limit)
@@ -268,6 +288,7 @@ def _fused(
         lexical_result=lexical_result,
         cosines=cosines,
         dense_blind=blind,
+        unweighing=unweighing,
     )
 
 
