@@ -33,6 +33,7 @@ from contexts.models import SessionEvent, Workspace
 from memories import core, rendering, selectors, services, why
 from memories.embeddings import Embedder, Kind
 from memories.models import InjectionEvent, Memory
+from memories.selectors.prompts import BLOCK_PROMPT_SHARE
 
 logger = logging.getLogger(__name__)
 
@@ -291,7 +292,11 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
     memories = _unseen(ctx, [h.memory for h in result.hits])[:k]
     blocks = []
     body, block_ids = rendering.recall_block(
-        memories, now=now, budget_chars=int(knob(ctx.workspace, "hook_recall_chars"))
+        memories,
+        now=now,
+        budget_chars=int(knob(ctx.workspace, "hook_recall_chars")),
+        # Earlier prompts are the answer when the prompt asks about them.
+        prompt_share=None if selectors.asks_past_requests(query) else BLOCK_PROMPT_SHARE,
     )
     if body:
         blocks.append(

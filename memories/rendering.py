@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 from contexts.hooks import inert
 from memories import lexical
 from memories.models import Memory
+from memories.selectors.prompts import is_prompt_memory
 
 
 def age_label(then: datetime, now: datetime) -> str:
@@ -60,23 +61,49 @@ def index_block(
 
 
 def recall_block(
-    memories: Sequence[Memory], *, now: datetime, budget_chars: int
+    memories: Sequence[Memory],
+    *,
+    now: datetime,
+    budget_chars: int,
+    prompt_share: int | None = None,
 ) -> tuple[str, list[int]]:
-    """Whole texts, best first, as many as fit in the budget (none is cut)."""
+    """Whole texts, best first, as many as fit in the budget (none is cut).
+
+    With `prompt_share`, captured prompts hold at most one in that many of
+    the entries the block shows: recall caps them in its ranking, but long
+    entries that miss the budget would otherwise leave the short prompts a
+    larger share. A prompt that does not fit yet waits for more entries.
+    """
     parts: list[str] = []
     ids: list[int] = []
     used = 0
-    for memory in memories:
+    prompts = 0
+    waiting: list[Memory] = []
+
+    def place(memory: Memory) -> bool:
+        nonlocal used
         source = memory.source + (f":{memory.app}" if memory.app else "")
         entry = (
             f"[#{memory.pk} | {age_label(memory.created_at, now)} | {source}]\n{inert(memory.text)}"
         )
         cost = len(entry) + (2 if parts else 0)
         if used + cost > budget_chars:
-            continue  # a shorter one further down may still fit
+            return False  # a shorter one further down may still fit
         parts.append(entry)
         ids.append(int(memory.pk))
         used += cost
+        return True
+
+    def room_for_prompt() -> bool:
+        return prompt_share is None or (prompts + 1) * prompt_share <= len(parts) + 1
+
+    for memory in memories:
+        if prompt_share is not None and is_prompt_memory(memory):
+            waiting.append(memory)
+        elif not place(memory):
+            continue
+        while waiting and room_for_prompt():
+            prompts += place(waiting.pop(0))
     return "\n\n".join(parts), ids
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from memories import lexical
+from memories.models import Memory
 from memories.selectors.search import _HIT
 
 # What a captured prompt's score is multiplied by (or, for a query about past
@@ -35,6 +36,9 @@ PROMPT_WEIGHT = 0.6
 # ranking: a block renders a prefix less the entries too long for its budget,
 # and prompts are short, so a block stays under a third of them.
 PROMPT_SHARE = 4
+# A recall block shows at most one captured prompt in this many entries
+# (rendering.recall_block), whatever the budget left out.
+BLOCK_PROMPT_SHARE = 3
 # Two prompts whose word sets overlap this much (Jaccard) are one question asked again.
 NEAR_IDENTICAL = 0.75
 
@@ -76,9 +80,17 @@ class PromptRanking:
     answers_first: bool = True
 
 
-def is_captured_prompt(row: Sequence[object]) -> bool:
+def _captured(source: object, compartment: object) -> bool:
     """A prompt a hook captured: source `hook` with no compartment (a checkpoint has one)."""
-    return row[_SOURCE] == "hook" and not row[_COMPARTMENT]
+    return source == "hook" and not compartment
+
+
+def is_captured_prompt(row: Sequence[object]) -> bool:
+    return _captured(row[_SOURCE], row[_COMPARTMENT])
+
+
+def is_prompt_memory(memory: Memory) -> bool:
+    return _captured(memory.source, memory.compartment)
 
 
 def _words(text: str) -> frozenset[str]:

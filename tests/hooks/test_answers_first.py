@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
-from memories import services
+from memories import rendering, services
 from memories.models import Memory
+from memories.selectors.prompts import BLOCK_PROMPT_SHARE
 from memories.services import RememberInput
 
 FACT = (
@@ -98,3 +100,31 @@ def test_a_question_about_past_requests_finds_them(acme, hook, question):
     captured = _captured(acme, block)
     assert block[0] in captured
     assert len(captured) == 3
+
+
+def test_prompts_hold_at_most_a_third_of_the_block_when_long_entries_miss_the_budget():
+    now = timezone.now()
+
+    def entry(pk: int, text: str, source: str = "model") -> Memory:
+        return Memory(pk=pk, text=text, source=source, compartment="", created_at=now)
+
+    long_fact = "Rotation of the staging credentials, step by step. " * 40  # ~2,000 chars
+    ranked = [
+        entry(1, FACT),
+        entry(2, EARLIER[0], source="hook"),
+        entry(3, long_fact),  # misses the budget, as long commit bodies do
+        entry(4, EARLIER[1], source="hook"),
+        entry(5, long_fact + " Again."),
+        entry(6, EARLIER[2], source="hook"),
+        entry(7, "The staging database is db-staging-2.internal."),
+    ]
+    _, free = rendering.recall_block(ranked, now=now, budget_chars=1_000)
+    # Without a share the budget's leftovers go to the short questions.
+    assert free == [1, 2, 4, 6, 7]
+    _, ids = rendering.recall_block(
+        ranked, now=now, budget_chars=1_000, prompt_share=BLOCK_PROMPT_SHARE
+    )
+    prompts = [i for i in ids if i in (2, 4, 6)]
+    assert ids[0] == 1 and 7 in ids
+    assert len(prompts) * BLOCK_PROMPT_SHARE <= len(ids)
+    assert prompts == [2]  # the best-ranked question keeps the place there is
