@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode
 from memflow_site import hook_client
 
 TIMEOUT = 10.0
-KINDS = ("expanded", "recalled", "superseded")
+KINDS = ("expanded", "recalled", "superseded", "cited")
 
 
 class LedgerError(Exception):

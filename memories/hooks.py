@@ -9,6 +9,7 @@ harness's prompt-cache prefix survives from turn to turn.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from concurrent.futures import Future
 from typing import Any
@@ -389,6 +390,34 @@ def ledger_injected(ctx: HookContext, blocks: list[Block]) -> None:
     )
 
 
+# A memory the model names in its answer, as the protocol asks ("cite ids as
+# #id"); not `a#1`, `/#2` or `&#3;` (anchors, entities).
+_CITED = re.compile(r"(?<![\w&/#])#(\d{1,12})\b")
+
+
+def cited_in(text: str) -> list[int]:
+    """The memory ids a text cites as #id, in order, once each."""
+    return list(dict.fromkeys(int(m) for m in _CITED.findall(text)))
+
+
+def ledger_cited(ctx: HookContext) -> None:
+    """The ids the model's answer cites, marked `cited` for this session.
+
+    Only ids injected into this session count (ledger_record): an issue
+    number `#12` that is no memory shown here marks nothing. The marks are
+    how an answer is tied to the question its turn began with
+    (selectors.answered).
+    """
+    text = ctx.payload.get("last_assistant_message")
+    if isinstance(text, str) and text:
+        services.ledger_record(
+            workspace=ctx.workspace,
+            session=ctx.session,
+            memory_ids=cited_in(text),
+            kind=InjectionEvent.Kind.CITED,
+        )
+
+
 def rehearse_and_capture(ctx: HookContext, blocks: list[Block]) -> None:
     """The recalled entries were used, so they fade more slowly; then what the user typed is stored.
 
@@ -454,6 +483,7 @@ def register() -> None:
     register_provider("memories:lessons", events=["user-prompt"], fn=lessons_block)
     register_provider("memories:recall", events=["user-prompt"], fn=recall_blocks)
     register_injection_observer("memories:ledger", fn=ledger_injected)
+    register_observer("memories:cited", events=["stop"], fn=ledger_cited)
     # Beside the ledger: its ~15-20 ms (the capture's index inserts) need
     # nothing the ledger writes.
     # Only a prompt is recalled for (the lessons, recall and index blocks) or captured.

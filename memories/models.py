@@ -287,6 +287,8 @@ class InjectionEvent(models.Model):
         EXPANDED = "expanded", "Expanded"
         RECALLED = "recalled", "Recalled"
         SUPERSEDED = "superseded", "Superseded"
+        # Named as #id in the model's answer at the end of its turn.
+        CITED = "cited", "Cited"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="injections")

@@ -21,7 +21,7 @@ from memories.session_log import LEDGER_ROWS, EventFilters, session_events, sess
 
 
 class MarkOutput(serializers.Serializer):
-    kind = serializers.CharField(help_text="injected, expanded, recalled or superseded")
+    kind = serializers.CharField(help_text="injected, expanded, recalled, superseded or cited")
     at = serializers.DateTimeField()
 
 

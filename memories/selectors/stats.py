@@ -67,7 +67,7 @@ def _memory_stats(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
 class MostUsed:
     memory_id: int
     events: int  # every ledger mark, injections included
-    uses: int  # the marks that were uses: expanded, recalled, superseded
+    uses: int  # the marks that were uses: expanded, recalled, superseded, cited
 
 
 HottestRank = Literal["uses", "events"]
@@ -133,6 +133,7 @@ def _ledger_summary(
         InjectionEvent.Kind.EXPANDED,
         InjectionEvent.Kind.RECALLED,
         InjectionEvent.Kind.SUPERSEDED,
+        InjectionEvent.Kind.CITED,
     ):
         uses[kind] = set(events.filter(kind=kind).values_list("session_id", "memory_id")) & injected
     used_any = set().union(*uses.values()) if uses else set()

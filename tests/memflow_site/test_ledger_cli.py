@@ -55,7 +55,7 @@ def test_it_gives_use_rates_and_the_hottest_ids(memflow_server, dana, used_and_u
     summary = json.loads(done.stdout)
     assert summary["workspace"] == "dana"
     assert (summary["injected"], summary["used"], summary["use_rate"]) == (2, 1, 0.5)
-    assert summary["by_kind"] == {"expanded": 1, "recalled": 0, "superseded": 0}
+    assert summary["by_kind"] == {"expanded": 1, "recalled": 0, "superseded": 0, "cited": 0}
     # ranked by uses, as the dashboard ranks them: the id injected and never used is not hot
     assert summary["hottest"] == [{"memory_id": used, "events": 3, "uses": 2}]
 

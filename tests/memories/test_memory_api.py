@@ -212,7 +212,7 @@ def test_ledger_counts_injections_and_uses(bob_api):
     summary = bob_api.get(f"{BASE}/ledger/?session=s1").json()
     assert summary["injected"] == 3
     assert summary["used"] == 2
-    assert summary["by_kind"] == {"expanded": 1, "recalled": 1, "superseded": 0}
+    assert summary["by_kind"] == {"expanded": 1, "recalled": 1, "superseded": 0, "cited": 0}
     assert abs(summary["use_rate"] - 2 / 3) < 1e-3
     assert InjectionEvent.objects.filter(kind="expanded").count() == 1
     # hottest: ranked by uses, as the dashboard ranks them; the id never used is not among them
