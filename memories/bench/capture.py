@@ -5,6 +5,10 @@ them in other words through the real user-prompt hook (each prompt recalled
 for and captured, as a harness's would be), then new sessions ask again in
 still other words. For each new question: is the answering fact the first
 entry of the recall block, and what share of the block is captured prompts.
+An earlier turn whose block showed the fact ends citing it as #id, as the
+recall protocol asks a model to (`--no-cite`: never). Questions on topics
+nobody asked about before are scored apart (`unasked`): what earlier
+questions carry must not push their answers down.
 Before any prompt is stored, recall alone is scored for the new question and
 for its bare subject: the gap is what the request's wording costs.
 
@@ -22,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from contexts import services as context_services
 from contexts.models import AgentSession
@@ -119,13 +125,18 @@ def _remember_facts(workspace: Any, facts: dict[str, str]) -> dict[str, int]:
 
 
 def bench_capture(
-    *, corpus: Path | None, facts: int, topics: int, sessions: int = 20
+    *, corpus: Path | None, facts: int, topics: int, sessions: int = 20, cite: bool = True
 ) -> dict[str, Any]:
-    """Facts, earlier prompts about `topics` of them, then new questions (see the module)."""
-    from contexts.hooks.pipeline import hook_handle
+    """Facts, earlier prompts about `topics` of them, then new questions (see the module).
 
+    `cite`: each earlier turn whose block showed the answering fact ends with
+    the model citing it as #id (as the recall protocol asks), so recall can
+    follow the earlier question to its answer (selectors.answered).
+    """
     texts, all_topics = _from_dir(corpus, facts) if corpus else _debian(facts)
     chosen = all_topics[:topics]
+    # Never asked before: what carried answers may cost the questions they do not match.
+    unasked = all_topics[topics : topics + max(topics // 2, 1)]
     if not chosen:
         raise ValueError("the corpus gives no topics to ask about")
     workspace, _ = bench_workspace(f"bench-capture-{int(time.time())}")
@@ -139,40 +150,30 @@ def bench_capture(
         # first, for the new question and for its bare subject (the gap is
         # what the request's wording costs).
         alone = _first_alone(workspace, chosen, ids, NEW)
+        alone_unasked = _first_alone(workspace, unasked, ids, NEW)
         bare = _first_alone(workspace, chosen, ids, "{s}")
 
-        def ask(session: str, prompt: str) -> list[int]:
-            outcome = hook_handle(
-                event="user-prompt",
-                payload={
-                    "session_id": session,
-                    "prompt": prompt,
-                    "hook_event_name": "UserPromptSubmit",
-                },
-                user=user,
-                api_key=key.key,
-            )
-            return [i for b in outcome.blocks if b.name == "memflow:recall" for i in b.memory_ids]
-
-        earlier = [
-            (f"earlier-{(n * 7 + w) % sessions}", template.format(s=t.subject))
-            for n, t in enumerate(chosen)
-            for w, template in enumerate((*EARLIER, REPEAT))
-        ]
-        random.Random(7).shuffle(earlier)
-        show = progress_printer("earlier prompts")
-        started = time.monotonic()
-        for n, (session, prompt) in enumerate(earlier):
-            ask(session, prompt)
-            show(n + 1, len(earlier), time.monotonic() - started)
-        result = _ask_new(ask, workspace, chosen, ids, sessions, alone)
+        turns = _Turns(user=user, api_key=key.key)
+        asked, cited = _ask_earlier(turns, chosen, ids, sessions=sessions, cite=cite)
+        result = _ask_new(turns.ask, workspace, chosen, ids, "new", alone)
+        others = _ask_new(turns.ask, workspace, unasked, ids, "unasked", alone_unasked)
         result.update(
             {
+                "unasked": {
+                    k: others[k]
+                    for k in (
+                        "queries",
+                        "fact_first",
+                        "fact_first_without_prompts",
+                        "fact_first_where_first_without_prompts",
+                    )
+                },
+                "earlier_turns_citing_the_fact": cited,
                 "fact_first_bare_subject_without_prompts": round(len(bare) / len(chosen), 4),
                 "corpus": str(corpus) if corpus else "debian (apt)",
                 "facts": len(texts),
                 "topics": len(chosen),
-                "earlier_prompts": len(earlier),
+                "earlier_prompts": asked,
                 "captured_entries": Memory.objects.filter(
                     workspace=workspace, source="hook", compartment=""
                 ).count(),
@@ -183,6 +184,58 @@ def bench_capture(
     finally:
         key.key.delete()
         workspace.delete()
+
+
+@dataclass
+class _Turns:
+    """A harness's turns through the real hook pipeline: a prompt, and the answer's end."""
+
+    user: Any
+    api_key: Any
+
+    def ask(self, session: str, prompt: str) -> list[int]:
+        """The user-prompt hook; the ids of the recall block it answered."""
+        from contexts.hooks.pipeline import hook_handle
+
+        payload = {"session_id": session, "prompt": prompt, "hook_event_name": "UserPromptSubmit"}
+        outcome = hook_handle(
+            event="user-prompt", payload=payload, user=self.user, api_key=self.api_key
+        )
+        return [i for b in outcome.blocks if b.name == "memflow:recall" for i in b.memory_ids]
+
+    def cite(self, session: str, memory_id: int) -> None:
+        """The Stop hook, the model's answer citing `memory_id` as the protocol asks."""
+        from contexts.hooks.pipeline import hook_handle
+
+        payload = {
+            "session_id": session,
+            "hook_event_name": "Stop",
+            "last_assistant_message": f"That is in memory #{memory_id}.",
+        }
+        hook_handle(event="stop", payload=payload, user=self.user, api_key=self.api_key)
+
+
+def _ask_earlier(
+    turns: _Turns, chosen: list[Topic], ids: dict[str, int], *, sessions: int, cite: bool
+) -> tuple[int, int]:
+    """Each topic asked in every EARLIER wording and REPEAT, spread over `sessions`;
+    returns how many prompts, and how many turns ended citing the fact."""
+    earlier = [
+        (f"earlier-{(n * 7 + w) % sessions}", template.format(s=t.subject), ids[t.key])
+        for n, t in enumerate(chosen)
+        for w, template in enumerate((*EARLIER, REPEAT))
+    ]
+    random.Random(7).shuffle(earlier)
+    show = progress_printer("earlier prompts")
+    started = time.monotonic()
+    cited = 0
+    for n, (session, prompt, fact) in enumerate(earlier):
+        # The model answers from the block: it cites the fact only where it was shown.
+        if fact in turns.ask(session, prompt) and cite:
+            turns.cite(session, fact)
+            cited += 1
+        show(n + 1, len(earlier), time.monotonic() - started)
+    return len(earlier), cited
 
 
 def _first_alone(
@@ -203,21 +256,24 @@ def _ask_new(
     workspace: Any,
     chosen: list[Topic],
     ids: dict[str, int],
-    sessions: int,
+    prefix: str,
     alone: set[str],
 ) -> dict[str, Any]:
-    """New sessions, four questions each; the blocks they got, scored.
+    """New sessions (`prefix`-n), four questions each; the blocks they got, scored.
 
     `alone`: the topics whose fact was first before any prompt was captured;
     of those, the share still first measures the crowding alone.
     """
     first = in_block = own = kept = 0
     shares: list[float] = []
+    hook_ms: list[float] = []
     show = progress_printer("new questions")
     started = time.monotonic()
     for n, topic in enumerate(chosen):
-        session = f"new-{n // 4}"
+        session = f"{prefix}-{n // 4}"
+        asked = time.perf_counter()
         block = ask(session, NEW.format(s=topic.subject))
+        hook_ms.append((time.perf_counter() - asked) * 1000)
         fact = ids[topic.key]
         first += bool(block) and block[0] == fact
         kept += topic.key in alone and bool(block) and block[0] == fact
@@ -233,7 +289,7 @@ def _ask_new(
         own += sum(mine is not None and rows[i][2] == mine.pk for i in captured)
         shares.append(len(captured) / len(block) if block else 0.0)
         show(n + 1, len(chosen), time.monotonic() - started)
-    count = len(chosen)
+    count = max(len(chosen), 1)
     return {
         "bench": "capture",
         "queries": count,
@@ -242,8 +298,11 @@ def _ask_new(
         "fact_first_without_prompts": round(len(alone) / count, 4),
         "fact_first_where_first_without_prompts": round(kept / max(len(alone), 1), 4),
         "captured_share_mean": round(sum(shares) / count, 4),
-        "captured_share_max": round(max(shares), 4),
+        "captured_share_max": round(max(shares, default=0.0), 4),
         "blocks_over_a_third": sum(s > 1 / 3 + 1e-9 for s in shares),
         "own_session_prompts_recalled": own,
+        # The whole user-prompt hook in-process (embedding, recall, capture, ledger).
+        "hook_ms_p50": round(float(np.percentile(hook_ms, 50)), 1) if hook_ms else None,
+        "hook_ms_p95": round(float(np.percentile(hook_ms, 95)), 1) if hook_ms else None,
         "targets": {"fact_first": ">= 0.95", "captured_share": "<= 1/3 of a block"},
     }

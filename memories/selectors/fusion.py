@@ -19,6 +19,8 @@ class Scored:
     exact_case: bool
     dense_rank: int | None = None
     lexical_rank: int | None = None
+    # The earlier prompt whose answer this is, when that raised it (selectors.answered).
+    answered: int | None = None
 
 
 @dataclass

@@ -18,6 +18,7 @@ from contexts.models import Workspace
 from memories import embeddings, lexical
 from memories.decay import retention
 from memories.models import Memory
+from memories.selectors.answered import answers_carried
 from memories.selectors.bm25 import (
     LEXICAL_CANDIDATES,
     LexicalFeatures,
@@ -92,19 +93,19 @@ def memory_recall(
     default, the workspace's serving embedder, as a query), or a function
     that waits for it: called once the term statistics are read, so that an
     embedding still under way (a hook's) overlaps that statement. Without
-    it the query is embedded here. `arms` is "hybrid", "dense" or "lexical" (the
-    single arms serve the quality bench and debugging). `prompts`: how
-    captured prompts rank (selectors.prompts; by default answers first, and
-    with a session, never that session's own prompts). `candidates`: how
-    many entries each arm brings (by default 50; the dashboard's pages of a
-    broad search want more).
+    it the query is embedded here. `arms` is "hybrid", "dense" or "lexical"
+    (the single arms serve the quality bench and debugging). `prompts`: how
+    captured prompts rank (selectors.prompts and selectors.answered).
+    `candidates`: how many entries each arm brings (by default 50).
 
     Three statements: the term statistics, the dense arm (with the lexical
     features of its hits) and the lexical arm (with the cosines of its
-    hits), each hit with the columns of its row.
+    hits), each hit with the columns of its row; a fourth finds what earlier
+    prompts among them led to.
     """
     filters = filters or MemoryFilters()
     now = now or timezone.now()
+    policy = prompts or PromptRanking()
     parsed = lexical.parse_query(query)
     # One read of the term statistics serves both arms (the document count
     # decides exact vs HNSW, and BM25 needs it too).
@@ -138,8 +139,9 @@ def memory_recall(
             lexical_result,
             vector_model,
             candidates or LEXICAL_CANDIDATES,
-            _unweighing(seen, query, prompts or PromptRanking()),
+            _unweighing(seen, query, policy),
         )
+        answers_carried(workspace=workspace, fusion=fusion, seen=seen, policy=policy, query=query)
     hits = _weighed(
         workspace=workspace,
         fusion=fusion,
@@ -148,7 +150,7 @@ def memory_recall(
         now=now,
         arms=arms,
         query=query,
-        prompts=prompts or PromptRanking(),
+        prompts=policy,
     )
     return RecallResult(hits=hits, fusion=fusion)
 

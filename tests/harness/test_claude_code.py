@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from contexts.flowctx.notes import FAILED, note_events, note_extractive
 from contexts.models import SessionEvent
 from tests.harness.conftest import Account, HarnessMaker, memflow_env
 from tests.harness.fake_model import Text, ToolUse, strings, tool_results
+from tests.hooks import answered_data as answered
 from tests.memflow_site.helpers import MEMFLOW, Served, free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -105,6 +107,59 @@ def test_context_reaches_the_model_at_session_start_and_on_a_prompt(
         SessionEvent.objects.exclude(kind="injection").order_by("pk").values_list("kind", flat=True)
     )
     assert kinds == ["session-start", "user-prompt", "stop", "session-end"], kinds
+
+
+def test_the_memories_an_answer_cites_count_as_used(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    fact = account.api.post(
+        "/memories/",
+        json={"text": "The billing worker retries failed charges 3 times, then pages on-call."},
+    ).json()
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    h.install_hooks()
+    # The model answers from the recall block and cites what it used, as the
+    # protocol asks; "#2" is an issue number, never a memory it was shown.
+    answer = f"It retries three times, then pages on-call (#{fact['id']}); see issue #2."
+    run = h.run("how does the billing worker handle failed charges?", [Text(answer)])
+    assert run.result["subtype"] == "success", run.stderr
+
+    ledger = account.api.get("/ledger/").json()
+    assert ledger["by_kind"]["cited"] == 1
+    assert ledger["used"] == 1 and ledger["use_rate"] > 0
+    assert [h["memory_id"] for h in ledger["hottest"]] == [fact["id"]]
+
+
+def first_recalled(request_body: dict) -> int:
+    """The id of the first entry of the recall block a request carried."""
+    said = "\n".join(strings(request_body["messages"]))
+    recall = said[said.index("<memflow-recall") :]
+    return int(re.search(r"\[#(\d+) \|", recall).group(1))  # type: ignore[union-attr]
+
+
+def test_a_later_session_finds_first_what_an_earlier_answer_cited(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    answer = account.api.post("/memories/", json={"text": answered.ANSWER}).json()["id"]
+    # Later activity enough that the session-start restore pack (the most
+    # recent entries) leaves these to the prompt's recall.
+    notes = [f"Unrelated note {n}: sprint {n} planning" for n in range(24)]
+    account.api.post(
+        "/memories/bulk/", json={"items": [{"text": t} for t in [*answered.OTHERS, *notes]]}
+    ).raise_for_status()
+    # By its words alone, another entry comes first for the later question.
+    alone = account.api.post("/recall/", json={"query": answered.QUERY, "k": 5}).json()
+    assert alone["ids"][0] != answer
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    h.install_hooks()
+
+    earlier = h.run(
+        answered.EARLIER, [Text(f"It was the session cookie: wait for it (#{answer}).")]
+    )
+    assert earlier.result["subtype"] == "success", earlier.stderr
+    later = h.run(answered.QUERY, [Text("Wait for the session cookie.")])
+    assert later.result["subtype"] == "success", later.stderr
+    assert first_recalled(h.model.main_requests()[-1].body) == answer
 
 
 def test_a_bash_output_past_30000_chars_is_stored_whole(
