@@ -6,7 +6,8 @@ for and captured, as a harness's would be), then new sessions ask again in
 still other words. For each new question: is the answering fact the first
 entry of the recall block, and what share of the block is captured prompts.
 An earlier turn whose block showed the fact ends citing it as #id, as the
-recall protocol asks a model to (`--no-cite`: never). Questions on topics
+recall protocol asks a model to; one whose index of pointers showed it reads
+it in full first (`get_memory`), then cites it (`--no-cite`: never). Questions on topics
 nobody asked about before are scored apart (`unasked`): what earlier
 questions carry must not push their answers down.
 Before any prompt is stored, recall alone is scored for the new question and
@@ -153,8 +154,8 @@ def bench_capture(
         alone_unasked = _first_alone(workspace, unasked, ids, NEW)
         bare = _first_alone(workspace, chosen, ids, "{s}")
 
-        turns = _Turns(user=user, api_key=key.key)
-        asked, cited = _ask_earlier(turns, chosen, ids, sessions=sessions, cite=cite)
+        turns = _Turns(user=user, api_key=key.key, workspace=workspace)
+        asked, cited, expanded = _ask_earlier(turns, chosen, ids, sessions=sessions, cite=cite)
         result = _ask_new(turns.ask, workspace, chosen, ids, "new", alone)
         others = _ask_new(turns.ask, workspace, unasked, ids, "unasked", alone_unasked)
         result.update(
@@ -169,6 +170,7 @@ def bench_capture(
                     )
                 },
                 "earlier_turns_citing_the_fact": cited,
+                "of_which_read_from_the_index": expanded,
                 "fact_first_bare_subject_without_prompts": round(len(bare) / len(chosen), 4),
                 "corpus": str(corpus) if corpus else "debian (apt)",
                 "facts": len(texts),
@@ -192,16 +194,38 @@ class _Turns:
 
     user: Any
     api_key: Any
+    workspace: Any
 
     def ask(self, session: str, prompt: str) -> list[int]:
         """The user-prompt hook; the ids of the recall block it answered."""
+        return self.shown(session, prompt)["memflow:recall"]
+
+    def shown(self, session: str, prompt: str) -> dict[str, list[int]]:
+        """The user-prompt hook; the ids of its recall block and of its index of pointers."""
         from contexts.hooks.pipeline import hook_handle
 
         payload = {"session_id": session, "prompt": prompt, "hook_event_name": "UserPromptSubmit"}
         outcome = hook_handle(
             event="user-prompt", payload=payload, user=self.user, api_key=self.api_key
         )
-        return [i for b in outcome.blocks if b.name == "memflow:recall" for i in b.memory_ids]
+        shown: dict[str, list[int]] = {"memflow:recall": [], "memflow:index": []}
+        for block in outcome.blocks:
+            if block.name in shown:
+                shown[block.name] = list(block.memory_ids)
+        return shown
+
+    def expand(self, session: str, memory_id: int) -> None:
+        """The model reads an index pointer in full, as `get_memory` or `memflow get` does."""
+        from contexts.models import AgentSession
+        from memories import services
+        from memories.models import InjectionEvent
+
+        services.ledger_record(
+            workspace=self.workspace,
+            session=AgentSession.objects.get(workspace=self.workspace, external_id=session),
+            memory_ids=[memory_id],
+            kind=InjectionEvent.Kind.EXPANDED,
+        )
 
     def cite(self, session: str, memory_id: int) -> None:
         """The Stop hook, the model's answer citing `memory_id` as the protocol asks."""
@@ -217,9 +241,10 @@ class _Turns:
 
 def _ask_earlier(
     turns: _Turns, chosen: list[Topic], ids: dict[str, int], *, sessions: int, cite: bool
-) -> tuple[int, int]:
+) -> tuple[int, int, int]:
     """Each topic asked in every EARLIER wording and REPEAT, spread over `sessions`;
-    returns how many prompts, and how many turns ended citing the fact."""
+    returns how many prompts, how many turns ended citing the fact, and how
+    many of those read it from the index of pointers first."""
     earlier = [
         (f"earlier-{(n * 7 + w) % sessions}", template.format(s=t.subject), ids[t.key])
         for n, t in enumerate(chosen)
@@ -228,14 +253,19 @@ def _ask_earlier(
     random.Random(7).shuffle(earlier)
     show = progress_printer("earlier prompts")
     started = time.monotonic()
-    cited = 0
+    cited = expanded = 0
     for n, (session, prompt, fact) in enumerate(earlier):
-        # The model answers from the block: it cites the fact only where it was shown.
-        if fact in turns.ask(session, prompt) and cite:
+        shown = turns.shown(session, prompt)
+        # The model answers from what it was shown, as the protocol asks: from
+        # the block, or from an index pointer it reads in full first.
+        if cite and fact in shown["memflow:index"]:
+            turns.expand(session, fact)
+            expanded += 1
+        if cite and (fact in shown["memflow:recall"] or fact in shown["memflow:index"]):
             turns.cite(session, fact)
             cited += 1
         show(n + 1, len(earlier), time.monotonic() - started)
-    return len(earlier), cited
+    return len(earlier), cited, expanded
 
 
 def _first_alone(
