@@ -29,7 +29,10 @@ def test_the_access_history_says_when_and_in_which_session(acme, victor, as_user
     html = as_user(victor).get(f"/w/acme/memories/{story.used.pk}/").content.decode()
     section = html.split('id="access"')[1].split("</section>")[0]
     assert "Accessed 3 times" in section
-    assert "injected 2×, expanded 1×, recalled 1×, superseded 0×, across 2 sessions" in section
+    assert (
+        "injected 2×, expanded 1×, recalled 1×, superseded 0×, cited 0×, across 2 sessions"
+        in section
+    )
     assert "used after injection in 2 of them" in section
     rows = section.split("<tbody>")[1].split("<tr>")[1:]
     assert len(rows) == 4
