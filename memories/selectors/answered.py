@@ -22,7 +22,7 @@ from contexts.db import bound_rows
 from contexts.models import Workspace
 from memories.models import InjectionEvent, Memory
 from memories.selectors.fusion import Fusion
-from memories.selectors.prompts import PromptRanking, asks_past_requests, is_captured_prompt
+from memories.selectors.prompts import PromptRanking, is_captured_prompt
 from memories.selectors.search import _HIT, Seen
 
 # How many of the best-ranked earlier prompts are followed to their answers.
@@ -54,7 +54,7 @@ def answers_carried(
     another subject, worded alike, would). One statement, and only when an
     earlier prompt is among the candidates.
     """
-    if not policy.answers_first or asks_past_requests(query):
+    if not policy.behind_answers(query):
         return
     prompts: dict[int, float] = {}
     for s in fusion.candidates:

@@ -79,6 +79,11 @@ class PromptRanking:
     session_id: int | None = None
     answers_first: bool = True
 
+    def behind_answers(self, query: str) -> bool:
+        """Whether earlier prompts stand behind answers for `query`: not when
+        turned off, nor when the query asks about past requests."""
+        return self.answers_first and not asks_past_requests(query)
+
 
 def _captured(source: object, compartment: object) -> bool:
     """A prompt a hook captured: source `hook` with no compartment (a checkpoint has one)."""

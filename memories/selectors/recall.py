@@ -32,12 +32,7 @@ from memories.selectors.dense import DENSE_CANDIDATES, DenseHit, dense_hits
 from memories.selectors.embedder import embedder_for
 from memories.selectors.entries import MemoryFilters
 from memories.selectors.fusion import DENSE_BLIND_SHARE, Fusion, Scored, fuse
-from memories.selectors.prompts import (
-    PromptRanking,
-    asks_past_requests,
-    is_captured_prompt,
-    prompts_ranked,
-)
+from memories.selectors.prompts import PromptRanking, is_captured_prompt, prompts_ranked
 from memories.selectors.search import Seen, _vector_param, beside
 
 logger = logging.getLogger(__name__)
@@ -159,7 +154,7 @@ def _unweighing(seen: dict[int, Seen], query: str, policy: PromptRanking) -> set
     """The captured prompts among the hits, which do not decide how far the query's
     words are trusted (an earlier question holds them verbatim, yet rarely answers);
     none when the prompts are what the query seeks (selectors.prompts)."""
-    if not policy.answers_first or asks_past_requests(query):
+    if not policy.behind_answers(query):
         return set()
     return {i for i, s in seen.items() if is_captured_prompt(s.row)}
 
