@@ -22,7 +22,7 @@ class Workspace(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     # Per-workspace limits and thresholds (recall budgets, decay τ, …), read
-    # through `contexts.selectors.workspace_setting` with documented defaults.
+    # through `contexts.tenancy.selectors.workspace_setting` with documented defaults.
     settings = models.JSONField(default=dict, blank=True)
 
     class Meta:
@@ -351,7 +351,7 @@ class AuditEvent(models.Model):
     """One change a person or key made: who, through which door, when, to what.
 
     Written by the services (never by the interfaces, which only say who is
-    calling: `contexts.audit.Actor`). `target` names the object ("memory:42",
+    calling: `contexts.tenancy.audit.Actor`). `target` names the object ("memory:42",
     "core:memory", "member:alice", "key:7") as a string, not a foreign key, so
     the row outlives what it describes: a purged memory's history stays.
     `workspace` is empty only for account-level changes (a key usable in

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from contexts import views
+from contexts.dashboard import views
 from contexts.flowctx import views as flowctx_views
 
 urlpatterns = [

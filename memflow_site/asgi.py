@@ -47,9 +47,9 @@ django_application = CredentialLimit(ChunkedBodies(_django))
 
 
 # Imported once Django is set up: the MCP tools import models.
-from contexts.runtime import heap  # noqa: E402
 from memflow_site.mcp import McpEndpoint  # noqa: E402
 from memflow_site.metrics import MetricsLayer  # noqa: E402
+from memflow_site.runtime import heap  # noqa: E402
 from memories import embeddings  # noqa: E402
 
 # Outermost, so /metrics counts what every layer answered, MCP and refusals included.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from contexts.runtime.env import ConfigError
+from memflow_site.runtime.env import ConfigError
 
 
 def parse_database_url(url: str) -> dict[str, Any]:

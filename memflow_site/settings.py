@@ -1,7 +1,7 @@
 """memflow's one settings module.
 
 Every value comes from the environment through the typed helpers in
-`contexts.runtime.env` (see the README's configuration table). There are no
+`memflow_site.runtime.env` (see the README's configuration table). There are no
 per-environment forks: tests override through pytest-django's `settings`
 fixture, deployments through variables.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from contexts.runtime.env import env_bool, env_int, env_list, env_str
 from memflow_site.database_url import parse_database_url
+from memflow_site.runtime.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -79,7 +79,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "contexts.context_processors.workspaces",
+                "contexts.dashboard.context_processors.workspaces",
             ],
             # `{% partialdef %}` everywhere, as it is built in from Django 6 on; `|when`
             # for every time shown (contexts/templatetags/when.py).
@@ -170,7 +170,7 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "memflow_cache",
     },
-    # Wrong API keys per client address (contexts/auth.py), seen by every
+    # Wrong API keys per client address (contexts/tenancy/auth.py), seen by every
     # process; a table of its own, so no number of addresses culls the above.
     "key_failures": {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
@@ -203,7 +203,7 @@ LOGOUT_REDIRECT_URL = "login"
 # Password guessing (django-axes): after MEMFLOW_LOGIN_FAILURES wrong
 # passwords for one username from one address, that pair is refused, the
 # right password too, until MEMFLOW_LOGIN_COOLOFF_S have passed since the
-# last of them; the login page says when (contexts/login_throttle.py).
+# last of them; the login page says when (contexts/tenancy/login_throttle.py).
 MEMFLOW_LOGIN_FAILURES = env_int("MEMFLOW_LOGIN_FAILURES", 5, minimum=1)
 MEMFLOW_LOGIN_COOLOFF_S = env_int("MEMFLOW_LOGIN_COOLOFF_S", 900, minimum=1)
 AUTHENTICATION_BACKENDS = [
@@ -216,13 +216,13 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # Tries during a lockout do not push its end back: the time the page names holds.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
-AXES_LOCKOUT_CALLABLE = "contexts.login_throttle.lockout_response"
+AXES_LOCKOUT_CALLABLE = "contexts.tenancy.login_throttle.lockout_response"
 AXES_DISABLE_ACCESS_LOG = True  # failures are what is kept, not every login
 AXES_VERBOSE = False  # no banner on every `memflow` command; lockouts still log WARNING
 # API keys: past MEMFLOW_KEY_FAILURES distinct wrong (unknown or revoked) keys
 # from one client address within MEMFLOW_KEY_FAILURE_WINDOW_S, every further
 # wrong key from that address is answered 429 `too_many_failed_attempts` until
-# the oldest of them is a window old; a valid key never is (contexts/auth.py;
+# the oldest of them is a window old; a valid key never is (contexts/tenancy/auth.py;
 # counted in CACHES["key_failures"], so across processes).
 MEMFLOW_KEY_FAILURES = env_int("MEMFLOW_KEY_FAILURES", 10, minimum=1)
 MEMFLOW_KEY_FAILURE_WINDOW_S = env_int("MEMFLOW_KEY_FAILURE_WINDOW_S", 300, minimum=1)
@@ -241,13 +241,13 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "contexts.auth.ApiKeyAuthentication",
+        "contexts.tenancy.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["contexts.errors.SafeJSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "contexts.schema.MemflowAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "contexts.rest.schema.MemflowAutoSchema",
     "EXCEPTION_HANDLER": "contexts.errors.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": None,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

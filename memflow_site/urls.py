@@ -4,9 +4,9 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from contexts import api as contexts_api
 from contexts.hooks.api import HookApi
 from contexts.hooks.claude_api import ClaudeHookApi
+from contexts.tenancy import api as contexts_api
 from memflow_site.health import HealthApi
 from memflow_site.metrics import metrics_view
 
@@ -21,8 +21,8 @@ api_v1: list[URLPattern | URLResolver] = [
     path("hooks/claude-code", ClaudeHookApi.as_view(), name="api-hook-claude-code"),
     path("hooks/<str:event>", HookApi.as_view(), name="api-hook"),
     # Everything under a workspace; the tenancy test walks this prefix.
-    path("workspaces/<slug:slug>/", include("contexts.api_urls")),
-    path("workspaces/<slug:slug>/", include("memories.api_urls")),
+    path("workspaces/<slug:slug>/", include("contexts.rest.urls")),
+    path("workspaces/<slug:slug>/", include("memories.api.urls")),
     path("workspaces/<slug:slug>/", include("skills.api_urls")),
 ]
 

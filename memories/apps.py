@@ -10,8 +10,8 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from django.db.backends.signals import connection_created
 
-        from contexts.audit import audit_register_text_guard
-        from contexts.quotas import register_meter
+        from contexts.tenancy.audit import audit_register_text_guard
+        from contexts.tenancy.quotas import register_meter
         from memories import conf, hooks, selectors  # noqa: F401  (conf registers the knobs)
         from memories.services import quota
 

@@ -1,11 +1,11 @@
 """The memory engine's configuration: its per-workspace knobs (registered with
-`contexts.knobs` on import; read them with `knob(workspace, name)`) and its
+`contexts.tenancy.knobs` on import; read them with `knob(workspace, name)`) and its
 tuning constants, which are the same for every workspace.
 """
 
 from __future__ import annotations
 
-from contexts.knobs import Knob, register_group, register_knobs
+from contexts.tenancy.knobs import Knob, register_group, register_knobs
 
 register_group(
     "recall-hooks",

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from contexts.audit import Actor, audit_record
 from contexts.errors import Conflict, Invalid, MemflowError, NotFound
-from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
 from contexts.secrets import find_secret
+from contexts.tenancy.audit import Actor, audit_record
+from contexts.tenancy.knobs import knob
 from memories.models import CoreMemory, CoreRevision, Memory
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ import numpy as np
 from django.conf import settings
 from django.core.checks import Error, register
 
-from contexts.runtime.side_threads import side_executor
+from memflow_site.runtime.side_threads import side_executor
 from memories import onnx_path
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from contexts.hooks import (
     register_provider,
     register_starter,
 )
-from contexts.knobs import knob
 from contexts.models import SessionEvent, Workspace
+from contexts.tenancy.knobs import knob
 from memories import core, rendering, selectors, services, why
 from memories.embeddings import Embedder, Kind
 from memories.models import InjectionEvent, Memory

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from contexts.runtime.env import env_bool, env_str
+from memflow_site.runtime.env import env_bool, env_str
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

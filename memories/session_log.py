@@ -20,13 +20,13 @@ from contexts.flowctx.selectors import projection_recorded
 from contexts.hooks import MemoryWhy, Ranking
 from contexts.models import AgentSession, SessionEvent, Workspace
 from memories import core
-from memories.dashboard_selectors import (
+from memories.models import InjectionEvent, Memory
+from memories.selectors.dashboard import (
     Mark,
     ledger_marks,
     memories_by_id,
     memory_access_history,
 )
-from memories.models import InjectionEvent, Memory
 from memories.selectors.entries import visible_to
 
 LEDGER_ROWS = 500  # ids listed with their marks; the rest are counted, not listed

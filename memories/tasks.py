@@ -9,8 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from contexts.errors import MemflowError
-from contexts.knobs import knob
 from contexts.models import Workspace
+from contexts.tenancy.knobs import knob
 from memories import embeddings, services
 from memories.models import WorkspaceEmbedder
 

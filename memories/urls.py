@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memories import embedder_views, triage_views, views
+from memories.dashboard import embedder as embedder_views
+from memories.dashboard import triage as triage_views
+from memories.dashboard import views
 
 urlpatterns = [
     path("w/<slug:slug>/", views.workspace_overview, name="workspace-overview"),

@@ -29,11 +29,11 @@ from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
-from contexts.auth import request_user
 from contexts.errors import Invalid
 from contexts.models import AgentSession
-from contexts.services import agent_session_get_or_create
+from contexts.rest.base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
+from contexts.tenancy.auth import request_user
+from contexts.tenancy.services import agent_session_get_or_create
 from skills import folder, selectors, services, tasks
 from skills.models import DESCRIPTION_MAX, NAME_MAX, Skill, SkillEvent, SkillProposal, SkillUse
 

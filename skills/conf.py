@@ -1,11 +1,11 @@
-"""The skills app's per-workspace knobs, registered with `contexts.knobs` on import.
+"""The skills app's per-workspace knobs, registered with `contexts.tenancy.knobs` on import.
 
 Skills global to a user (no workspace) are curated with the defaults.
 """
 
 from __future__ import annotations
 
-from contexts.knobs import Knob, register_group, register_knobs
+from contexts.tenancy.knobs import Knob, register_group, register_knobs
 
 register_group(
     "skills-generation",

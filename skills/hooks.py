@@ -16,7 +16,7 @@ from typing import Any
 
 from contexts.errors import NotFound
 from contexts.hooks import Block, HookContext, register_observer, register_provider
-from contexts.knobs import knob
+from contexts.tenancy.knobs import knob
 from skills import generator, selectors, services, tasks
 from skills.models import SkillProposal
 

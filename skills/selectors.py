@@ -15,8 +15,8 @@ from pgvector.django import CosineDistance
 
 from contexts.errors import Invalid, NotFound
 from contexts.flowctx import note_events
-from contexts.knobs import knob
 from contexts.models import AgentSession, SessionEvent, Workspace
+from contexts.tenancy.knobs import knob
 from skills.folder import SkillFile
 from skills.generator import Trajectory
 from skills.models import Nudge, Skill, SkillEvent, SkillProposal, SkillUse, SkillVersion

@@ -12,8 +12,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from contexts.auth import request_user
-from contexts.dashboard import (
+from contexts.dashboard.common import (
     HtmxHttpRequest,
     line_diff,
     not_allowed,
@@ -21,7 +20,8 @@ from contexts.dashboard import (
     workspace_for_page,
 )
 from contexts.errors import MemflowError
-from contexts.selectors import Access
+from contexts.tenancy.auth import request_user
+from contexts.tenancy.selectors import Access
 from skills import folder, selectors, services
 from skills.models import Skill, SkillVersion
 

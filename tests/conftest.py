@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 from django.db import connection
 from rest_framework.test import APIClient
 
-from contexts import services
 from contexts.models import ApiKey, Membership, Workspace
+from contexts.tenancy import services
 from tests.memflow_site.helpers import (
     Served,
     database_url_for_tests,

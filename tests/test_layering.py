@@ -1,7 +1,9 @@
 """The one-way arrows between the parts of memflow, read from the source's imports.
 
-The apps stand on `contexts.runtime` and `contexts.tokens` (the ground floor)
-and never on `memflow_site`, the floor above them; the hook pipeline knows its
+The apps stand on `memflow_site.runtime` (the ground floor: settings helpers,
+token estimates, bound SQL, side threads) and on nothing else of `memflow_site`,
+the floor above them; the agent-side client (`memflow_site.client`) is the
+standard library alone; the hook pipeline knows its
 plug-ins only through the registry; skills uses flowctx through its public
 names; `contexts` imports neither `memories` nor `skills`. Every import counts,
 including those inside functions and under `TYPE_CHECKING`.
@@ -10,6 +12,7 @@ including those inside functions and under `TYPE_CHECKING`.
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import contexts.flowctx
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("contexts", "memories", "skills")
-PLUG_INS = ("contexts.flowctx", "contexts.hook_providers", "memories", "skills")
+PLUG_INS = ("contexts.flowctx", "contexts.declarations.providers", "memories", "skills")
 
 
 def module_name(path: Path) -> str:
@@ -71,9 +74,15 @@ def test_the_sources_are_found() -> None:
     assert any(module == "django.db" for _, module, _ in imports(ROOT / "contexts/models.py"))
 
 
+GROUND = "memflow_site.runtime"
+
+
 @pytest.mark.parametrize("app", APPS)
 def test_no_app_imports_the_site(app: str) -> None:
-    assert offences(sources(app), lambda module, name: within(module, "memflow_site")) == []
+    def bad(module: str, name: str | None) -> bool:
+        return within(module, "memflow_site") and not within(module, GROUND)
+
+    assert offences(sources(app), bad) == []
 
 
 def test_the_pipeline_imports_none_of_its_plug_ins() -> None:
@@ -98,10 +107,34 @@ def test_contexts_imports_neither_memories_nor_skills() -> None:
 
 
 def test_the_ground_floor_imports_no_app() -> None:
-    ground = [*sources("contexts/runtime"), ROOT / "contexts/tokens.py"]
+    ground = sources("memflow_site/runtime")
+    assert ground, "the ground floor has moved: point this test at it"
 
     def bad(module: str, name: str | None) -> bool:
-        above = within(module, "memflow_site", *APPS)
-        return above and not within(module, "contexts.runtime")
+        return within(module, "memflow_site", *APPS) and not within(module, GROUND)
 
     assert offences(ground, bad) == []
+
+
+# What the agent's machine runs on every hook: the standard library, so a hook
+# process starts in tens of milliseconds. The one exception is the declaration
+# resolver, imported inside the function that reads a directory's files (it
+# parses YAML), only when a session starts in a declared directory.
+CLIENT_MAY_IMPORT = {("memflow_site/client/session.py", "contexts.declarations")}
+
+
+def test_the_client_is_the_standard_library() -> None:
+    client = sources("memflow_site/client")
+    assert len(client) >= 7
+    stdlib = sys.stdlib_module_names
+
+    found = []
+    for path in client:
+        rel = path.relative_to(ROOT).as_posix()
+        for line, module, _ in imports(path):
+            top = module.split(".")[0]
+            if top in stdlib or within(module, "memflow_site.client"):
+                continue
+            if (rel, module) not in CLIENT_MAY_IMPORT:
+                found.append(f"{rel}:{line} imports {module}")
+    assert found == []

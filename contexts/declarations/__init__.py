@@ -2,7 +2,7 @@
 
 Pure Python with no Django import, so that `memflow context` runs on an
 agent's machine without a server or a database. The server runs the same
-resolver over stored documents (`contexts.selectors.context_source_for`).
+resolver over stored documents (`contexts.tenancy.selectors.context_source_for`).
 """
 
 from __future__ import annotations

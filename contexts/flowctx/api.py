@@ -20,14 +20,14 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contexts.api_base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
-from contexts.auth import request_user
 from contexts.errors import Invalid
 from contexts.flowctx import selectors, services, tasks
 from contexts.flowctx.originals import original_response
-from contexts.knobs import knob
 from contexts.models import CompressionRef, Scratchpad, SummaryNode
-from contexts.services import agent_session_get_or_create
+from contexts.rest.base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
+from contexts.tenancy.auth import request_user
+from contexts.tenancy.knobs import knob
+from contexts.tenancy.services import agent_session_get_or_create
 
 
 def _ref_json(ref: CompressionRef) -> dict[str, Any]:

@@ -1,9 +1,9 @@
-"""flowctx's per-workspace knobs, registered with `contexts.knobs` on import
+"""flowctx's per-workspace knobs, registered with `contexts.tenancy.knobs` on import
 (read them with `knob(workspace, name)`)."""
 
 from __future__ import annotations
 
-from contexts.knobs import Knob, register_group, register_knobs
+from contexts.tenancy.knobs import Knob, register_group, register_knobs
 
 register_group(
     "projection",

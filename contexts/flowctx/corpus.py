@@ -370,7 +370,7 @@ def _code_and_text_specs() -> list[_Spec]:
             ["cat", str(site / "hypothesis/strategies/_internal/core.py")],
             _code_rule,
         ),
-        _Spec("cat memflow cli.py", "code", ["cat", "memflow_site/cli.py"], _code_rule),
+        _Spec("cat memflow cli.py", "code", ["cat", "memflow_site/cli/main.py"], _code_rule),
         _Spec("cat memories selectors.py", "code", ["cat", "memories/selectors.py"], _code_rule),
         _Spec(
             "cat npm path-scurry index.js",

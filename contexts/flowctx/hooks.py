@@ -26,10 +26,10 @@ from django.db.models import Max, Sum
 
 from contexts.flowctx import selectors, services, tasks
 from contexts.hooks import Block, HookContext, inert, register_observer, register_provider
-from contexts.knobs import knob
 from contexts.models import SessionEvent, SummaryNode
-from contexts.quotas import QuotaExceeded
-from contexts.tokens import estimate_tokens
+from contexts.tenancy.knobs import knob
+from contexts.tenancy.quotas import QuotaExceeded
+from memflow_site.runtime.tokens import estimate_tokens
 
 logger = logging.getLogger(__name__)
 

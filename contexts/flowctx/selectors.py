@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from contexts.errors import Invalid, NotFound
 from contexts.hooks import inert
-from contexts.knobs import knob
 from contexts.models import (
     AgentSession,
     CompressionRef,
@@ -20,7 +19,8 @@ from contexts.models import (
     SummaryNode,
     Workspace,
 )
-from contexts.quotas import Usage
+from contexts.tenancy.knobs import knob
+from contexts.tenancy.quotas import Usage
 
 # Long enough that a model quoting a shortened hash still names one original.
 MIN_HASH_PREFIX = 12

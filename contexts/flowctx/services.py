@@ -24,7 +24,6 @@ from contexts.flowctx.llm import LlmConfig
 from contexts.flowctx.notes import NoteEvent, note_build, note_events
 from contexts.flowctx.originals import content_type_clean
 from contexts.flowctx.projection import Projection, project
-from contexts.knobs import knob
 from contexts.models import (
     AgentSession,
     CompressionRef,
@@ -33,8 +32,9 @@ from contexts.models import (
     SummaryNode,
     Workspace,
 )
-from contexts.quotas import quota_check
 from contexts.secrets import find_secret
+from contexts.tenancy.knobs import knob
+from contexts.tenancy.quotas import quota_check
 
 logger = logging.getLogger(__name__)
 

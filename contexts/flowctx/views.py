@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from contexts.dashboard import HtmxHttpRequest, not_allowed, page_of, workspace_for_page
+from contexts.dashboard.common import HtmxHttpRequest, not_allowed, page_of, workspace_for_page
 from contexts.flowctx import selectors
 
 ORIGINALS_PER_PAGE = 50

@@ -9,10 +9,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contexts.api_base import request_key
-from contexts.auth import request_user
 from contexts.errors import SafeJSONParser, TooLarge
 from contexts.hooks.pipeline import hook_handle
+from contexts.rest.base import request_key
+from contexts.tenancy.auth import request_user
 
 
 class HookJSONParser(SafeJSONParser):

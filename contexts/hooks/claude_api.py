@@ -25,12 +25,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contexts.api_base import request_key
-from contexts.auth import request_user
 from contexts.errors import Invalid
 from contexts.hooks.api import HookJSONParser, refuse_oversized
 from contexts.hooks.pipeline import HookOutcome, hook_handle
 from contexts.hooks.registry import CLAUDE_EVENT_NAMES, CLAUDE_FAILURE_NAME
+from contexts.rest.base import request_key
+from contexts.tenancy.auth import request_user
 
 # Claude Code's event name → memflow's.
 BY_CLAUDE_NAME = {claude: event for event, claude in CLAUDE_EVENT_NAMES.items()}

@@ -43,10 +43,10 @@ from contexts.hooks.registry import (
     starters_for,
 )
 from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
-from contexts.runtime.side_threads import side_executor
 from contexts.secrets import find_secret, redact_json
-from contexts.selectors import Access, workspace_access
-from contexts.tokens import estimate_tokens
+from contexts.tenancy.selectors import Access, workspace_access
+from memflow_site.runtime.side_threads import side_executor
+from memflow_site.runtime.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -175,7 +175,7 @@ def _workspace_for_root(
             f"No workspace is mapped to {root!r}; map one in its settings or allow creating it.",
             code="project_not_mapped",
         )
-    from contexts import services
+    from contexts.tenancy import services
 
     base = slugify(root.rstrip("/").rsplit("/", 1)[-1]) or "project"
     slug, n = base, 1

@@ -4,7 +4,7 @@ Resolved once per HTTP request, before the MCP SDK sees it, exactly as the
 REST API resolves a request: the bearer key by its hash (revoked keys
 refused, `last_used_at` refreshed; wrong keys counted against the client's
 address, which past the limit is refused with 429 `too_many_failed_attempts`,
-as `contexts.auth` does), then the workspace through `workspace_access`
+as `contexts.tenancy.auth` does), then the workspace through `workspace_access`
 (outsiders get not-found). Tools check write access per call, through the
 same selector.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 
-from contexts.auth import apikey_authenticate
 from contexts.errors import Invalid, MemflowError
 from contexts.models import ApiKey, Membership, Workspace
-from contexts.selectors import Access, workspace_access
+from contexts.tenancy.auth import apikey_authenticate
+from contexts.tenancy.selectors import Access, workspace_access
 from memflow_site.mcp.profiles import DEFAULT_PROFILE, PROFILES
 
 # Where the endpoint leaves the caller in the ASGI scope; tools read it back
@@ -51,7 +51,7 @@ class Caller:
 
 
 def bearer_token(authorization: str) -> str | None:
-    """The token of an `Authorization: Bearer …` header, as `contexts.auth.bearer_token`."""
+    """The token of an `Authorization: Bearer …` header, as `contexts.tenancy.auth.bearer_token`."""
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None

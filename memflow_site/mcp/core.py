@@ -2,7 +2,7 @@
 
 `target` is "user" (the caller's USER document, shared by all their
 workspaces) or "memory" (this workspace's MEMORY document), as in the HME
-design and the REST endpoints under `core/<target>/` (memories/core_api.py).
+design and the REST endpoints under `core/<target>/` (memories/api/core.py).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from contexts.audit import Actor, Origin
-from contexts.selectors import Access
+from contexts.tenancy.audit import Actor, Origin
+from contexts.tenancy.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 from memories import core
-from memories.api import memory_json
-from memories.core_api import CoreEditApi, CoreMoveApi, view_json
+from memories.api.core import CoreEditApi, CoreMoveApi, view_json
+from memories.api.memories import memory_json
 from memories.models import CoreMemory
 
 

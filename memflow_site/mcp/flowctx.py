@@ -18,9 +18,9 @@ from mcp.types import CallToolResult
 from contexts.errors import Conflict, Invalid, NotFound
 from contexts.flowctx import selectors, services
 from contexts.flowctx.api import ScratchpadApi, SummaryOutput, scratchpad_json
-from contexts.knobs import knob
 from contexts.models import Workspace
-from contexts.selectors import Access
+from contexts.tenancy.knobs import knob
+from contexts.tenancy.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 
 

@@ -3,7 +3,7 @@
 A FlyMemory client (`mcp__flymemory__flymemory_*`, its hooks) works
 unchanged: the same arguments are accepted and the text reads the same way
 (`[NEW #12] …`, `[#12 | active | …] …`). Every tool calls what the REST
-endpoint of the same operation calls (memories/api.py), with that endpoint's
+endpoint of the same operation calls (memories/api/memories.py), with that endpoint's
 input serializer, rehearsal and ledger marks; the text comes with the REST
 JSON of the result as structured content. Optional memflow extras
 (`session_id`, `inject`, `dry_run`, `text`) never change a FlyMemory call's
@@ -21,14 +21,14 @@ from django.utils import timezone
 from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
-from contexts.audit import Actor, Origin
 from contexts.errors import Invalid
-from contexts.knobs import knob
-from contexts.selectors import Access
+from contexts.tenancy.audit import Actor, Origin
+from contexts.tenancy.knobs import knob
+from contexts.tenancy.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 from memflow_site.porting.flymemory import split_tags
 from memories import rendering, selectors, services
-from memories.api import (
+from memories.api.memories import (
     AutoApi,
     MemoryDetailApi,
     MemoryListCreateApi,
@@ -37,10 +37,10 @@ from memories.api import (
     memory_json,
     remember_json,
 )
+from memories.api.triage import ConflictsApi
+from memories.api.upkeep import CleanupApi, ConsolidateApi, SessionPackApi
 from memories.decay import VALUABLE_SOURCES
 from memories.models import InjectionEvent, Memory
-from memories.triage_api import ConflictsApi
-from memories.upkeep_api import CleanupApi, ConsolidateApi, SessionPackApi
 
 _OUTCOME_LABELS = {"created": "NEW", "strengthened": "STRENGTHENED", "merged": "MERGED"}
 

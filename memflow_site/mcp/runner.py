@@ -29,8 +29,8 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from contexts.errors import MemflowError, NotFound, api_exception_handler
 from contexts.models import AgentSession, Workspace
-from contexts.selectors import Access, agent_session_get
-from contexts.services import agent_session_get_or_create
+from contexts.tenancy.selectors import Access, agent_session_get
+from contexts.tenancy.services import agent_session_get_or_create
 from memflow_site.mcp.caller import SCOPE_KEY, Caller
 
 logger = logging.getLogger(__name__)

@@ -7,13 +7,13 @@ from __future__ import annotations
 from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
-from contexts.audit import Actor, Origin
 from contexts.errors import NotFound
-from contexts.selectors import Access
+from contexts.tenancy.audit import Actor, Origin
+from contexts.tenancy.selectors import Access
 from memflow_site.mcp.runner import Answer, Call, run_tool, validated
 from memories import rendering, services
-from memories.api import memory_json
-from memories.triage_api import MAX_ID, SettleInput, cluster_id
+from memories.api.memories import memory_json
+from memories.api.triage import MAX_ID, SettleInput, cluster_id
 
 
 async def conflict_settle(

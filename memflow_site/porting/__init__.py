@@ -4,7 +4,7 @@ and memflow's own portable archive.
 Each importer is `<format>_import(path=…, workspace=…, user=…, progress=…)`
 and returns an `ImportReport`; `workspace_export` writes the archive that
 `archive_import` takes back. They write only through the services of the
-apps they fill. `memflow import` / `memflow export` (memflow_site.cli) parse
+apps they fill. `memflow import` / `memflow export` (memflow_site.cli.main) parse
 arguments and print the reports.
 """
 

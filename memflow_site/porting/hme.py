@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from contexts.audit import Actor, Origin
 from contexts.errors import Invalid, MemflowError
 from contexts.models import Workspace
 from contexts.secrets import find_secret
+from contexts.tenancy.audit import Actor, Origin
 from memflow_site.porting.ledger import Incoming, remember_incoming
 from memflow_site.porting.report import ImportReport, progress_bar
 from memories import core, services

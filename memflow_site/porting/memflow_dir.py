@@ -17,8 +17,6 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contexts import selectors as context_selectors
-from contexts import services as context_services
 from contexts.declarations import (
     DEVICE_FILE,
     ConfigError,
@@ -32,6 +30,8 @@ from contexts.declarations import (
 from contexts.errors import Invalid, MemflowError
 from contexts.models import ContextDocument, Declaration, Workspace
 from contexts.secrets import find_secret
+from contexts.tenancy import selectors as context_selectors
+from contexts.tenancy import services as context_services
 from memflow_site.porting.report import ImportReport, chunks, progress_bar
 
 if TYPE_CHECKING:

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from contexts import services as context_services
 from contexts.models import AgentSession
 from contexts.secrets import find_secret
+from contexts.tenancy import services as context_services
 from memories import selectors, services
 from memories.bench.corpus import load_corpus
 from memories.bench.run import (

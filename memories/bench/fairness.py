@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from contexts import services as context_services
+from contexts.tenancy import services as context_services
 from memories.bench.corpus import load_corpus
 from memories.bench.run import (
     _summary,

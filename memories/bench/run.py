@@ -22,7 +22,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from contexts.models import Membership, Workspace
-from contexts.runtime import heap
+from memflow_site.runtime import heap
 from memories import lexical, selectors, services
 from memories.bench.corpus import (
     Corpus,
@@ -579,8 +579,8 @@ def bench_hooks(
     """The user-prompt hook: server side over `size` memories, then `memflow hook`
     end to end (Python start-up included) against a real `memflow serve`, and
     the cold start of `memflow serve` to its first answered hook."""
-    from contexts import services as context_services
     from contexts.hooks.pipeline import hook_handle
+    from contexts.tenancy import services as context_services
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     corpus = load_corpus(data_dir(), size=size, queries_per_kind=max(prompts // 2, 1))

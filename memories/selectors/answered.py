@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contexts.db import bound_rows
 from contexts.models import Workspace
+from memflow_site.runtime.db import bound_rows
 from memories.models import InjectionEvent, Memory
 from memories.selectors.fusion import Fusion
 from memories.selectors.prompts import PromptRanking, is_captured_prompt

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contexts.db import bound_rows
 from contexts.models import Workspace
+from memflow_site.runtime.db import bound_rows
 from memories import lexical
 from memories.framing import framing_weights
 from memories.selectors.entries import MemoryFilters

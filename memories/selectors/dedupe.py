@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from contexts.db import bound_rows
 from contexts.models import Workspace
+from memflow_site.runtime.db import bound_rows
 from memories.models import Memory
 from memories.selectors.search import (
     EXACT_PROBE_BUDGET,
@@ -26,7 +26,7 @@ def memories_by_norm_hash(
     if not hashes:
         return found
     # Uses index: memory_current_norm_idx. The ids first (raw SQL, see
-    # contexts.db): most texts repeat nothing, and then no row is read at all.
+    # memflow_site.runtime.db): most texts repeat nothing, and then no row is read at all.
     ids = [
         row[0]
         for row in bound_rows(

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from contexts.db import bound_rows
 from contexts.models import Workspace
+from memflow_site.runtime.db import bound_rows
 from memories.selectors.bm25 import _BM25_LATERAL, LexicalFeatures, LexicalHit
 from memories.selectors.embedder import embedder_for
 from memories.selectors.entries import MemoryFilters

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from contexts.db import bound_rows
-from contexts.knobs import knob
 from contexts.models import Workspace
+from contexts.tenancy.knobs import knob
+from memflow_site.runtime.db import bound_rows
 from memories import embeddings
 from memories.embeddings import Embedder
 from memories.models import Memory, WorkspaceEmbedder
@@ -15,7 +15,7 @@ from memories.models import Memory, WorkspaceEmbedder
 
 def serving_backend(*, workspace: Workspace) -> str:
     """The backend whose vectors are in `Memory.embedding` for this workspace."""
-    # Raw SQL (contexts.db): every hook and every write asks, some twice.
+    # Raw SQL (memflow_site.runtime.db): every hook and every write asks, some twice.
     found = bound_rows(_SERVING_SQL, {"ws": workspace.pk})
     return str(found[0][0]) if found else embeddings.DEFAULT_BACKEND
 

@@ -11,8 +11,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from contexts.errors import NotFound
-from contexts.knobs import knob
 from contexts.models import Workspace
+from contexts.tenancy.knobs import knob
 from memories.models import Memory
 
 
@@ -176,7 +176,7 @@ def memory_forgotten_list(
 
 def private_audit_targets(workspace: Workspace, targets: set[str], viewer: Any) -> set[str]:
     """Of the audit targets ("memory:42"), those naming an entry private to someone
-    other than `viewer`: their audit rows keep its texts (contexts.audit guard)."""
+    other than `viewer`: their audit rows keep its texts (contexts.tenancy.audit guard)."""
     ids = {int(t[7:]) for t in targets if t.startswith("memory:") and t[7:].isdigit()}
     if not ids:
         return set()

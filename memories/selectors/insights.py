@@ -10,8 +10,8 @@ from django.db import connection
 from django.utils import timezone
 
 from contexts.fairness import heavy_read
-from contexts.knobs import knob
 from contexts.models import Workspace
+from contexts.tenancy.knobs import knob
 from memories.conf import conflict_cosine
 from memories.decay import cleanup_threshold_sql, retention_sql
 from memories.models import Memory, MemoryEvidence, TriageDecision

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from django.utils import timezone
 
-from contexts.db import bound_rows
-from contexts.knobs import knob
 from contexts.models import Workspace
+from contexts.tenancy.knobs import knob
+from memflow_site.runtime.db import bound_rows
 from memories import embeddings, lexical
 from memories.decay import retention
 from memories.models import Memory

@@ -15,9 +15,9 @@ import numpy as np
 from django.db import connection
 from psycopg_pool import PoolTimeout
 
-from contexts.db import Columns, bound_rows
 from contexts.models import Workspace
-from contexts.runtime.side_threads import side_executor
+from memflow_site.runtime.db import Columns, bound_rows
+from memflow_site.runtime.side_threads import side_executor
 from memories.models import LexicalTerm, Memory
 from memories.selectors.entries import MemoryFilters
 

@@ -16,10 +16,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from contexts.audit import Actor, audit_record, audit_scrub
 from contexts.errors import Conflict, NotFound
-from contexts.knobs import knob
 from contexts.models import Workspace
+from contexts.tenancy.audit import Actor, audit_record, audit_scrub
+from contexts.tenancy.knobs import knob
 from memories.models import Memory
 from memories.services.writes import _update_term_stats, _workspace_lock
 

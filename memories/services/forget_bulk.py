@@ -15,9 +15,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
-from contexts.audit import Actor
 from contexts.errors import Invalid
 from contexts.models import Workspace
+from contexts.tenancy.audit import Actor
 from memories.models import Memory
 from memories.selectors.entries import MemoryFilters, memory_list
 from memories.services.forget import _tombstone

@@ -11,9 +11,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contexts.errors import Invalid, MemflowError
-from contexts.knobs import knob
 from contexts.models import Workspace
 from contexts.secrets import find_secret, find_secret_in_json
+from contexts.tenancy.knobs import knob
 from memories.models import DedupeEvent, Memory
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 
 from django.utils import timezone
 
-from contexts.audit import Actor, audit_record
 from contexts.errors import Conflict, Invalid, NotFound
 from contexts.models import AgentSession, Workspace
+from contexts.tenancy.audit import Actor, audit_record
 from memories import selectors
 from memories.models import Memory, MemoryEvidence
 from memories.selectors.entries import visible_to

@@ -1,4 +1,4 @@
-"""What memories count against a workspace's quotas (contexts.quotas)."""
+"""What memories count against a workspace's quotas (contexts.tenancy.quotas)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from django.db.models import Count, F, Func, Sum
 
 from contexts.models import Workspace
-from contexts.quotas import Usage, quota_check
+from contexts.tenancy.quotas import Usage, quota_check
 from memories.models import Memory
 
 

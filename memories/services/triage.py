@@ -12,9 +12,9 @@ from itertools import combinations
 
 from django.db import transaction
 
-from contexts.audit import Actor, audit_record
 from contexts.errors import Invalid, NotFound
 from contexts.models import Workspace
+from contexts.tenancy.audit import Actor, audit_record
 from memories.models import Memory, TriageDecision
 from memories.selectors.entries import visible_to
 from memories.services.forget import memory_forget

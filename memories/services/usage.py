@@ -10,8 +10,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
+from contexts.tenancy.knobs import knob
 from memories import rendering, selectors
 from memories.models import InjectionEvent, Memory
 from memories.services.writes import _workspace_lock

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from contexts.audit import Actor, audit_record
 from contexts.errors import Forbidden, Invalid
 from contexts.models import Workspace
+from contexts.tenancy.audit import Actor, audit_record
 from memories.models import Memory
 
 

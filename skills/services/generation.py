@@ -12,8 +12,8 @@ from django.db.models import Q
 
 from contexts.errors import Conflict
 from contexts.flowctx import LlmConfig
-from contexts.knobs import knob
 from contexts.models import AgentSession, Workspace
+from contexts.tenancy.knobs import knob
 from skills import generator, selectors
 from skills.generator import Draft, Trajectory, Trigger
 from skills.models import (

@@ -11,8 +11,8 @@ from django.db import transaction
 from django.db.models import F
 
 from contexts.flowctx import LlmConfig
-from contexts.knobs import knob
 from contexts.models import Workspace
+from contexts.tenancy.knobs import knob
 from skills import generator, selectors
 from skills.generator import Feedback
 from skills.models import (

@@ -196,7 +196,7 @@ PAGES = {
 
 
 def test_the_main_pages_read_at_desktop_and_phone_width(page, acme, alice):
-    from contexts import services
+    from contexts.tenancy import services
 
     story = session_story(acme)
     services.declaration_store(

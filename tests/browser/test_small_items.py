@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contexts import services
+from contexts.tenancy import services
 from skills import services as skill_services
 from tests.browser.conftest import log_in, screenshot
 

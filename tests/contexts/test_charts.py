@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from contexts import charts
+from contexts.dashboard import charts
 
 
 @pytest.mark.parametrize(

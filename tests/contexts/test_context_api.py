@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
-from contexts import selectors, services
 from contexts.declarations import DiskSource, assemble, sha256_text
 from contexts.models import AgentSession, ContextDocument, Declaration, SessionEvent
+from contexts.tenancy import selectors, services
 from tests.contexts.trees import HOSTNAME, store_tree, write_tree
 
 BASE = "/api/v1/workspaces/acme"

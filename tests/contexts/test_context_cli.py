@@ -149,7 +149,7 @@ def test_a_missing_directory_is_an_error(tmp_path):
 def test_the_local_mode_never_imports_django(tree, tmp_path):
     code = (
         "import sys\n"
-        "from memflow_site import cli\n"
+        "from memflow_site.cli import main as cli\n"
         f"cli.main(['context', {str(tree / 'app')!r}, '--json'])\n"
         "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')]\n"
     )

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from contexts.models import ApiKey
-from contexts.selectors import hash_key
+from contexts.tenancy.selectors import hash_key
 
 
 def test_pages_need_a_login(db, client):

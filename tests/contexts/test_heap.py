@@ -1,4 +1,4 @@
-"""A warmed process's heap set aside from the cyclic collector (contexts.runtime.heap).
+"""A warmed process's heap set aside from the cyclic collector (memflow_site.runtime.heap).
 
 What settling saves (full collections that no longer walk the model) is a
 pause length, measured by the benches; `memflow serve` settling once warm is
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from contexts.runtime import heap
+from memflow_site.runtime import heap
 
 
 class Node:

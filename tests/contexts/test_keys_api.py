@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from contexts.models import ApiKey
-from contexts.selectors import hash_key
+from contexts.tenancy.selectors import hash_key
 
 
 def test_a_created_key_is_shown_once_and_stored_hashed(alice, make_key, api):

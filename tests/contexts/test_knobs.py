@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from contexts.errors import Invalid
-from contexts.knobs import UnknownKnob, human, knob, knob_spec, registered_knobs
+from contexts.tenancy.knobs import UnknownKnob, human, knob, knob_spec, registered_knobs
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [

@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from contexts import services
 from contexts.declarations import Assembly, ContextConfig, DiskSource, assemble
 from contexts.models import ContextDocument, Declaration, Workspace
-from contexts.selectors import context_source_for
+from contexts.tenancy import services
+from contexts.tenancy.selectors import context_source_for
 
 HOSTNAME = "devbox.local"  # always given, so no test depends on the machine
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contexts import services
 from contexts.models import ContextDocument, Declaration, SessionEvent
+from contexts.tenancy import services
 from tests.dashboard.stories import ESCAPED_SCRIPT, SCRIPT
 
 

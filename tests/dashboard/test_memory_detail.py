@@ -106,7 +106,7 @@ def test_an_injection_in_the_history_links_to_its_event_and_says_why(
 
 
 def test_the_decay_chart_is_the_ranking_formula_with_the_ledger_marks(acme, victor, as_user):
-    from contexts.knobs import knob
+    from contexts.tenancy.knobs import knob
     from memories.decay import retention
 
     story = session_story(acme)

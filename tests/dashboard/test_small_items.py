@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from contexts import services as context_services
 from contexts.models import AgentSession
+from contexts.tenancy import services as context_services
 from skills import services
 from tests.dashboard.stories import remember
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from contexts import services
 from contexts.models import AgentSession, SessionEvent
+from contexts.tenancy import services
 from tests.memflow_site.helpers import MEMFLOW, Served, env_for, serving, wait_for_embeddings
 from tests.reliability.conftest import database_url_for_tests
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from memflow_site import install_hooks
+from memflow_site.client import install as install_hooks
 from tests.memflow_site.helpers import MEMFLOW, env_for
 
 BUNDLE = Path(__file__).resolve().parents[2] / "integrations" / "dsh"

@@ -26,8 +26,8 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 
-from contexts import services
 from contexts.models import Workspace
+from contexts.tenancy import services
 from tests.harness.fake_model import FakeModel, Turn, fake_model
 from tests.memflow_site.helpers import MEMFLOW, Served
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from memflow_site import install_hooks
+from memflow_site.client import install as install_hooks
 from tests.memflow_site.helpers import MEMFLOW, env_for, free_port, serving
 
 
@@ -84,7 +84,7 @@ def test_a_whole_session_through_the_hook_command(tmp_path):
         assert ledger["injected"] >= 2
 
         # Once warm, the web process set its long-lived heap aside from the
-        # collector (contexts.runtime.heap): no full collection walks the model.
+        # collector (memflow_site.runtime.heap): no full collection walks the model.
         while "set aside from the collector" not in served.log():
             assert time.monotonic() < deadline, f"the heap was never settled:\n{served.log()}"
             time.sleep(0.5)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from memflow_site.hook_client import BY_CLAUDE_NAME, harness_output
+from memflow_site.client.hook import BY_CLAUDE_NAME, harness_output
 
 
 def test_a_failed_tool_call_is_logged_as_post_tool_use_and_answered_in_its_own_name():

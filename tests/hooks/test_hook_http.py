@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from memflow_site import hook_http
+from memflow_site.client import http as hook_http
 
 
 @contextmanager
@@ -102,7 +102,7 @@ def test_a_server_that_never_answers_runs_out_of_time():
 
 
 def test_a_session_start_sends_the_declaration_above_it_and_nothing_without_one(tmp_path):
-    from memflow_site.hook_client import build_payload
+    from memflow_site.client.hook import build_payload
 
     project = tmp_path / "project"
     (project / ".dsh").mkdir(parents=True)

@@ -17,7 +17,8 @@ import pytest
 
 from contexts.declarations import DiskSource, assemble
 from contexts.models import SessionEvent
-from memflow_site import hook_client, hook_session
+from memflow_site.client import hook as hook_client
+from memflow_site.client import session as hook_session
 from tests.hooks.test_install_http import CLIENT, KEY, by_event, install
 from tests.memflow_site.helpers import free_port
 

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from memflow_site import install_hooks
+from memflow_site.client import install as install_hooks
 from tests.memflow_site.helpers import MEMFLOW, env_for
 
 KEY = "mf_test_key_never_written"

@@ -324,7 +324,7 @@ def test_a_project_root_maps_to_a_workspace_created_on_first_use(bob, make_key, 
 
 
 def test_stored_declarations_give_identity_each_session_and_preload_once(acme, hook):
-    from contexts import services as context_services
+    from contexts.tenancy import services as context_services
 
     context_services.declaration_store(
         workspace=acme,

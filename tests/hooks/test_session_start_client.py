@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memflow_site import hook_session
+from memflow_site.client import session as hook_session
 from tests.memflow_site.helpers import MEMFLOW, free_port
 
 SUMMARY_LINE = {

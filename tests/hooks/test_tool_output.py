@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from memflow_site import hook_client
-from memflow_site.hook_client import OUTPUT_FIELD, attach_output, encode_body
+from memflow_site.client import hook as hook_client
+from memflow_site.client.hook import OUTPUT_FIELD, attach_output, encode_body
 
 CAP = 64 * 1024
 

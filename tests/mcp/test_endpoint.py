@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from contexts import services
 from contexts.models import ApiKey
+from contexts.tenancy import services
 from memories.models import Memory
 from tests.mcp.client import Mcp, text_of
 

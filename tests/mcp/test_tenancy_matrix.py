@@ -24,9 +24,9 @@ import httpx
 import pytest
 from mcp import ClientSession
 
-from contexts import services
 from contexts.flowctx.services import compression_store, scratchpad_edit
 from contexts.models import AgentSession, ApiKey, Scratchpad, SessionEvent, SummaryNode
+from contexts.tenancy import services
 from memories import core
 from memories.models import CoreMemory, Memory
 from memories.services import RememberInput, memory_remember

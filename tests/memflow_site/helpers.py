@@ -19,8 +19,8 @@ import httpx
 from django.contrib.auth.models import User
 from django.db import connection
 
-from contexts import services
 from contexts.models import Workspace
+from contexts.tenancy import services
 
 MEMFLOW = str(Path(sys.executable).with_name("memflow"))
 

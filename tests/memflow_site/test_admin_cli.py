@@ -18,9 +18,9 @@ import pytest
 from django.conf.global_settings import PASSWORD_HASHERS
 from rest_framework.test import APIClient
 
-from contexts import services
 from contexts.models import ApiKey, Membership, Workspace
-from memflow_site import cli
+from contexts.tenancy import services
+from memflow_site.cli import main as cli
 from memories.models import Memory
 from tests.memflow_site.helpers import env_for, memflow
 from tests.reliability.conftest import database_url_for_tests

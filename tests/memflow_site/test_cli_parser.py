@@ -3,7 +3,7 @@ to one parser, and a clash breaks every command, hooks included."""
 
 from __future__ import annotations
 
-from memflow_site.cli import build_parser
+from memflow_site.cli.main import build_parser
 
 
 def test_the_bench_options_parse_for_each_bench() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from contexts import services as contexts_services
 from contexts.models import AgentSession, Membership
+from contexts.tenancy import services as contexts_services
 from memories import services
 from memories.services import RememberInput
 from tests.memflow_site.helpers import Account, client_env, free_port, make_account, memflow

@@ -14,7 +14,7 @@ from django.conf import settings as django_settings
 from django_q.tasks import async_task
 from prometheus_client.parser import text_string_to_metric_families
 
-from contexts import services
+from contexts.tenancy import services
 from tests.memflow_site.helpers import Served, env_for, serving
 from tests.reliability.conftest import database_url_for_tests
 

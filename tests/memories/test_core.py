@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from contexts import services as context_services
+from contexts.tenancy import services as context_services
 from memories import core
 from memories.models import CoreMemory, Memory
 

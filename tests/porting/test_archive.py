@@ -9,11 +9,11 @@ import tarfile
 
 import pytest
 
-from contexts import services as context_services
 from contexts.errors import Invalid
 from contexts.flowctx import services as flowctx_services
 from contexts.flowctx.selectors import compression_get
-from memflow_site import cli
+from contexts.tenancy import services as context_services
+from memflow_site.cli import main as cli
 from memflow_site.porting import archive_import, workspace_export
 from memories import core, services
 from memories.models import Memory, MemoryEvidence

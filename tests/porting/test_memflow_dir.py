@@ -9,7 +9,7 @@ import pytest
 from contexts.declarations import ContextConfig, DiskSource, assemble
 from contexts.errors import Invalid
 from contexts.models import ContextDocument, Declaration
-from contexts.selectors import context_source_for
+from contexts.tenancy.selectors import context_source_for
 from memflow_site.porting import memflow_dir_import
 from tests.contexts.trees import write_tree
 

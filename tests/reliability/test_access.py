@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 
 from contexts.declarations import DiskSource, assemble
 from contexts.models import AgentSession, ApiKey, SessionEvent
-from contexts.selectors import hash_key
+from contexts.tenancy.selectors import hash_key
 from tests.contexts.trees import HOSTNAME, store_tree, write_tree
 
 BASE = "/api/v1/workspaces/acme"

@@ -36,8 +36,8 @@ from contexts.flowctx import planning
 from contexts.flowctx.notes import SECTIONS, note_sections
 from contexts.flowctx.services import session_turn_tokens
 from contexts.flowctx.tasks import summaries_enqueue
-from contexts.knobs import knob
 from contexts.models import AgentSession, SummaryNode
+from contexts.tenancy.knobs import knob
 from memflow_site.porting.ledger import BATCH
 from memories.models import Memory
 from tests.flowctx.chat_server import ChatServer, Reply

@@ -24,8 +24,9 @@ import httpx
 import pytest
 from django.db import connection
 
-from contexts import fairness, services
+from contexts import fairness
 from contexts.errors import Busy
+from contexts.tenancy import services
 from tests.memflow_site.helpers import env_for, serving
 from tests.reliability.conftest import database_url_for_tests
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memflow_site.loadtest import LoadTargetError, format_report, load_run, percentile
+from memories.bench.loadtest import LoadTargetError, format_report, load_run, percentile
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

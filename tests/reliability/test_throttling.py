@@ -3,7 +3,7 @@ per address, across every process of a `memflow serve`.
 
 No test waits: the login cool-off is passed by ageing the recorded failures
 in the database, the key window by moving the clock the limit reads
-(`contexts.auth._now`), and the live server's counts are cleared by hand.
+(`contexts.tenancy.auth._now`), and the live server's counts are cleared by hand.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from django.conf import settings
 from django.db.models import F
 from django.test import Client
 
-from contexts import auth
-from contexts.auth import key_failures_clear
+from contexts.tenancy import auth
+from contexts.tenancy.auth import key_failures_clear
 
 LOCKED = "Too many failed logins for this username from your address."
 
@@ -153,8 +153,8 @@ def test_the_same_wrong_key_again_counts_once(alice, make_key, api, few_failures
 
 
 def test_a_revoked_key_counts_and_clearing_unlocks(acme, alice, make_key, api, few_failures):
-    from contexts import services
     from contexts.models import ApiKey
+    from contexts.tenancy import services
 
     valid = make_key(alice)
     for _ in range(few_failures):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from contexts import services as context_services
 from contexts.models import Membership
+from contexts.tenancy import services as context_services
 from skills import services
 from skills.models import Skill, SkillEvent, SkillUse
 

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contexts import services as context_services
+from contexts.tenancy import services as context_services
 from skills import folder, services
 from skills.models import Skill, SkillVersion
 

@@ -24,6 +24,6 @@ one module per content type (`testrun`, `cli`, `log`, `search`, `diff`,
 from __future__ import annotations
 
 from contexts.flowctx.projection.projector import KINDS, Projection, detect_kind, project
-from contexts.tokens import estimate_tokens
+from memflow_site.runtime.tokens import estimate_tokens
 
 __all__ = ["KINDS", "Projection", "detect_kind", "estimate_tokens", "project"]

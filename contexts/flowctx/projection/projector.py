@@ -17,7 +17,7 @@ from contexts.flowctx.projection.log import _project_log
 from contexts.flowctx.projection.prose import _project_text
 from contexts.flowctx.projection.search import _project_search
 from contexts.flowctx.projection.testrun import _project_test
-from contexts.tokens import estimate_tokens
+from memflow_site.runtime.tokens import estimate_tokens
 
 logger = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ export function resolveOptions(config = {}, env = process.env) {
   }
 }
 
-/** Where `memflow hook` keeps its skips (memflow_site/hook_client.py, state_path). */
+/** Where `memflow hook` keeps its skips (memflow_site/client/hook.py, state_path). */
 export function skipStatePath(env = process.env) {
   if (env.MEMFLOW_STATE_DIR) return join(env.MEMFLOW_STATE_DIR, 'hook-skip.json')
   const base = env.XDG_STATE_HOME || join(homedir(), '.local', 'state')

@@ -16,7 +16,7 @@ from contexts.models import (
     Declaration,
     Workspace,
 )
-from contexts.selectors import CONTEXT_SETTINGS_KEY
+from contexts.tenancy.selectors import CONTEXT_SETTINGS_KEY
 from memflow_site.porting.archive.tarball import (
     ARCHIVE_FORMAT,
     ARCHIVE_VERSION,

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 
-from contexts import services as context_services
 from contexts.errors import Invalid, MemflowError
 from contexts.flowctx import originals
 from contexts.flowctx import services as flowctx_services
@@ -20,7 +19,8 @@ from contexts.models import (
     Declaration,
     Workspace,
 )
-from contexts.selectors import CONTEXT_SETTINGS_KEY
+from contexts.tenancy import services as context_services
+from contexts.tenancy.selectors import CONTEXT_SETTINGS_KEY
 from memflow_site.porting.archive.rows import _links_import, _memories_import
 from memflow_site.porting.archive.tarball import (
     ARCHIVE_FORMAT,

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from contexts import services as context_services
 from contexts.errors import MemflowError
 from contexts.models import (
     AgentSession,
     Workspace,
 )
+from contexts.tenancy import services as context_services
 from memflow_site.porting.archive.tarball import _remap_ids
 from memflow_site.porting.ledger import history_restore, skip_reason
 from memflow_site.porting.report import ImportReport, Progress, chunks

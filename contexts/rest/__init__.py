@@ -1,0 +1,2 @@
+"""The REST plumbing every app's API stands on: the workspace-scoped view base,
+the `/api/v1/` URL table and the OpenAPI scheme."""
