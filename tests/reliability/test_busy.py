@@ -22,7 +22,8 @@ from django.conf import settings
 from django.db import OperationalError, connection
 from django.test import Client
 
-from memories.models import Memory
+from memories.models import CoreMemory, Memory
+from tests.mcp.client import Mcp
 from tests.memflow_site.helpers import (
     Served,
     database_url_for_tests,
@@ -114,6 +115,22 @@ def test_a_forget_by_filter_that_waits_past_the_time_limit_is_503_and_forgets_no
         assert answer.json()["code"] == "statement_timeout"
         assert answer.headers["Retry-After"]
     assert Memory.objects.filter(workspace=acme, forgotten_at__isnull=False).count() == 0
+
+
+def test_an_mcp_tool_that_waits_past_the_time_limit_is_a_retryable_error(
+    busy_server, acme, bob, make_key
+):
+    client = Mcp(f"{busy_server.url}/mcp/?workspace=acme", make_key(bob, workspace=acme))
+    client.ok("memory", action="add", target="memory", content="CI runs on Buildkite agents")
+    # Another session's edit holds the core document.
+    with held(
+        "SELECT 1 FROM memories_corememory"
+        f" WHERE workspace_id = {acme.pk} AND scope = 'memory' FOR UPDATE"
+    ):
+        refused = client.error("memory", action="add", target="memory", content="Deploys on Friday")
+    assert refused["code"] == "statement_timeout" and refused["retry_after"] >= 1
+    doc = CoreMemory.objects.get(workspace=acme, scope=CoreMemory.Scope.WORKSPACE)
+    assert "Deploys on Friday" not in doc.content
 
 
 def _dashboard(served: Served, user: Any) -> httpx.Client:
