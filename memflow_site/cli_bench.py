@@ -130,6 +130,10 @@ def _bench_the_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
         results.append(
             run.bench_dedupe(size=args.size[0] if args.size else 20000, sample=args.sample)
         )
+    if what in ("burst", "all"):
+        from memories.bench.burst import bench_burst
+
+        results.append(bench_burst())
     if what in ("fairness", "all"):
         from memories.bench.fairness import bench_fairness
 
@@ -157,6 +161,7 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
             "dedupe",
             "hooks",
             "fairness",
+            "burst",
             "capture",
             "projection",
             "secrets",
