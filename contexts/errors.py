@@ -21,6 +21,7 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, JsonResponse
 from psycopg import Error as PsycopgError
 from psycopg import errors as pg
+from psycopg_pool import PoolTimeout
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
@@ -90,26 +91,29 @@ class TooManyRequests(Busy):
 def busy_from_database(exc: BaseException) -> Busy | None:
     """The refusal to give for a database error that load caused, or None for any other.
 
-    A statement stopped by `statement_timeout` (or cancelled), a lock wait
-    stopped by `lock_timeout`, a deadlock or a serialization failure: each
-    rolled its transaction back, and the same request may well succeed in a
-    moment, so it is a 503 with a `Retry-After`, never a 500. Takes Django's
-    wrapped errors and psycopg's own (contexts/db.py talks to psycopg directly).
+    A statement stopped by `statement_timeout`, a lock wait stopped by
+    `lock_timeout`, a deadlock, a serialization failure (each rolled its
+    transaction back), or no database connection to be had (the pool's, or
+    the server's limit): the same request may well succeed in a moment, so
+    it is a 503 with a `Retry-After`, never a 500. Takes Django's wrapped
+    errors and psycopg's own (contexts/db.py talks to psycopg directly).
     """
     for error in (exc, exc.__cause__):
         if isinstance(error, pg.QueryCanceled):
             return Busy(
                 "The database stopped this request: a statement ran past its time limit "
-                "while the server was busy. Its changes were rolled back; try again shortly.",
+                "while the server was busy. Its transaction was rolled back; try again shortly.",
                 code="statement_timeout",
                 retry_after=5,
             )
         if isinstance(error, pg.LockNotAvailable | pg.DeadlockDetected | pg.SerializationFailure):
             return Busy(
-                "Other writes held what this request needed to change. Its changes were "
+                "Other writes held what this request needed to change. Its transaction was "
                 "rolled back; try again shortly.",
                 retry_after=1,
             )
+        if isinstance(error, PoolTimeout | pg.TooManyConnections):
+            return Busy("Every database connection is in use; try again shortly.", retry_after=2)
     return None
 
 

@@ -202,3 +202,19 @@ def test_a_lock_wait_past_lock_timeout_is_a_busy_refusal(db):
     assert busy is not None and busy.code == "busy" and busy.status_code == 503
     assert busy.headers["Retry-After"] == "1"
     assert busy_from_database(OperationalError("the server closed the connection")) is None
+
+
+def test_no_database_connection_to_be_had_is_a_busy_refusal(db):
+    """The web processes' pool had no connection free within its wait (psycopg_pool's error)."""
+    from psycopg_pool import ConnectionPool, PoolTimeout
+
+    from contexts.errors import busy_from_database
+
+    with (
+        ConnectionPool(database_url_for_tests(), min_size=1, max_size=1, open=True) as pool,
+        pool.connection(),
+        pytest.raises(PoolTimeout) as raised,
+    ):
+        pool.getconn(timeout=0.1)  # the only connection is taken
+    busy = busy_from_database(raised.value)
+    assert busy is not None and busy.code == "busy" and busy.status_code == 503
