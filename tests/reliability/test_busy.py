@@ -184,6 +184,19 @@ def test_a_dashboard_page_whose_read_runs_out_of_time_is_a_readable_503(busy_ser
     assert browser.get("/w/acme/ledger/").status_code == 200
 
 
+def test_a_dashboard_page_stopped_by_the_statement_time_limit_is_a_readable_503(
+    busy_server, acme, bob
+):
+    """Not a heavy read: the web process's own ceiling on every statement."""
+    browser = _dashboard(busy_server, bob)
+    with held("LOCK TABLE memories_memory IN ACCESS EXCLUSIVE MODE"):
+        page = browser.get("/w/acme/memories/")
+    assert page.status_code == 503, page.text[:500]
+    assert page.headers["Retry-After"] == "5"
+    assert "ran past its time limit" in page.text and "Reload this page" in page.text
+    assert browser.get("/w/acme/memories/").status_code == 200
+
+
 def test_a_lock_wait_past_lock_timeout_is_a_busy_refusal(db):
     """Postgres's own error for a lock wait that ran out (`lock_timeout`), classified."""
     from contexts.errors import busy_from_database  # here: the module runs on older code too
