@@ -9,6 +9,7 @@ API contract: clients branch on them, so they never change once published.
 from __future__ import annotations
 
 import io
+import logging
 import math
 import re
 from typing import Any
@@ -16,10 +17,16 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, JsonResponse
+from psycopg import Error as PsycopgError
+from psycopg import errors as pg
+from psycopg_pool import PoolTimeout
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
 
 
 class MemflowError(Exception):
@@ -72,12 +79,42 @@ class Busy(MemflowError):
 
     def __init__(self, detail: str, *, retry_after: int = 2, code: str | None = None):
         super().__init__(detail, code=code)
+        self.retry_after = retry_after
         self.headers = {"Retry-After": str(retry_after)}
 
 
 class TooManyRequests(Busy):
     status_code = 429
     code = "too_many_requests"
+
+
+def busy_from_database(exc: BaseException) -> Busy | None:
+    """The refusal to give for a database error that load caused, or None for any other.
+
+    A statement stopped by `statement_timeout`, a lock wait stopped by
+    `lock_timeout`, a deadlock, a serialization failure (each rolled its
+    transaction back), or no database connection to be had (the pool's, or
+    the server's limit): the same request may well succeed in a moment, so
+    it is a 503 with a `Retry-After`, never a 500. Takes Django's wrapped
+    errors and psycopg's own (contexts/db.py talks to psycopg directly).
+    """
+    for error in (exc, exc.__cause__):
+        if isinstance(error, pg.QueryCanceled):
+            return Busy(
+                "The database stopped this request: a statement ran past its time limit "
+                "while the server was busy. Its transaction was rolled back; try again shortly.",
+                code="statement_timeout",
+                retry_after=5,
+            )
+        if isinstance(error, pg.LockNotAvailable | pg.DeadlockDetected | pg.SerializationFailure):
+            return Busy(
+                "Other writes held what this request needed to change. Its transaction was "
+                "rolled back; try again shortly.",
+                retry_after=1,
+            )
+        if isinstance(error, PoolTimeout | pg.TooManyConnections):
+            return Busy("Every database connection is in use; try again shortly.", retry_after=2)
+    return None
 
 
 # DRF's own default codes are already stable names; these few are renamed so a
@@ -94,6 +131,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return Response(
             exc.as_json(), status=exc.status_code, headers=getattr(exc, "headers", None)
         )
+    if isinstance(exc, DatabaseError | PsycopgError) and (busy := busy_from_database(exc)):
+        logger.warning("%s %s: %s (%s)", *_where(context), busy.code, exc)
+        return Response(busy.as_json(), status=busy.status_code, headers=busy.headers)
     if isinstance(exc, RequestDataTooBig):
         # Django's own answer would be an HTML 400 page.
         too_large = TooLarge(
@@ -121,6 +161,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.default_detail)
     response.data = {"code": _DRF_CODE_NAMES.get(code, code), "detail": str(detail)}
     return response
+
+
+def _where(context: dict[str, Any]) -> tuple[str, str]:
+    request = context.get("request")
+    return (getattr(request, "method", "?"), getattr(request, "path", "?"))
 
 
 def _first_message(detail: Any, path: str = "") -> str:

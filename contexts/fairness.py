@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
-from contexts.errors import Busy
+from contexts.errors import Busy, busy_from_database
 
 _gate = threading.BoundedSemaphore(settings.MEMFLOW_HEAVY_READS)
 
@@ -41,7 +41,8 @@ def heavy_read(what: str) -> Iterator[None]:
                 )
             yield
     except OperationalError as exc:
-        if _cancelled(exc):
+        busy = busy_from_database(exc)
+        if busy is not None and busy.code == "statement_timeout":
             raise Busy(
                 f"The {what} read took longer than {settings.MEMFLOW_HEAVY_STATEMENT_MS:,} ms "
                 "and was stopped; narrow it (a smaller limit) or try again later.",
@@ -50,10 +51,3 @@ def heavy_read(what: str) -> Iterator[None]:
         raise
     finally:
         _gate.release()
-
-
-def _cancelled(exc: BaseException) -> bool:
-    from psycopg import errors
-
-    cause = exc.__cause__
-    return isinstance(cause, errors.QueryCanceled) or isinstance(exc, errors.QueryCanceled)

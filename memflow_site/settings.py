@@ -61,6 +61,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A statement timeout or lock wait in any view: 503 with Retry-After, not 500.
+    "memflow_site.busy.BusyMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its answer.
     "axes.middleware.AxesMiddleware",
 ]
@@ -122,8 +124,10 @@ MEMFLOW_HEAVY_READS = env_int("MEMFLOW_HEAVY_READS", 1, minimum=1)
 MEMFLOW_HEAVY_WAIT_S = env_int("MEMFLOW_HEAVY_WAIT_S", 10, minimum=0)
 MEMFLOW_HEAVY_STATEMENT_MS = env_int("MEMFLOW_HEAVY_STATEMENT_MS", 10_000, minimum=100)
 # API requests one credential may have in flight per web process (hooks aside);
-# past it, 429 with Retry-After before any thread is taken (memflow_site/fairness.py).
+# past it, the next waits its turn (no thread taken) for at most MEMFLOW_KEY_WAIT_S,
+# then 429 with Retry-After (memflow_site/fairness.py).
 MEMFLOW_KEY_CONCURRENCY = env_int("MEMFLOW_KEY_CONCURRENCY", 4, minimum=1)
+MEMFLOW_KEY_WAIT_S = env_int("MEMFLOW_KEY_WAIT_S", 30, minimum=0)
 # A ceiling on every statement of a web process; `memflow serve` sets it for
 # its web processes (WEB_STATEMENT_TIMEOUT_MS), 0 elsewhere (the worker's and
 # the CLI's long jobs, the tests).

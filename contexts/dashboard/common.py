@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth.decorators import login_required  # noqa: F401  (re-exported for apps)
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django_htmx.middleware import HtmxDetails
+from psycopg import Error as PsycopgError
 
-from contexts.errors import Forbidden, NotFound
+from contexts.errors import Busy, Forbidden, NotFound, busy_from_database
 from contexts.models import Membership, Workspace
 from contexts.tenancy.selectors import Access, workspace_access
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -38,6 +44,35 @@ def workspace_for_page(
 def page_of(request: HttpRequest, items: Any, per_page: int) -> Page:
     """One page of `items` (`?page=`); a page number out of range gives the last page."""
     return Paginator(items, per_page).get_page(request.GET.get("page") or 1)
+
+
+# --- panels computed one by one ------------------------------------------------------
+
+UNAVAILABLE = "Couldn't compute this now: the server is busy. Reload the page in a moment."
+
+
+class Panels:
+    """The parts of a page that each ask the database on their own (the overview).
+
+    A part the database could not compute now (its scan hit the time limit,
+    waited too long for a lock, or took no turn among the heavy reads) is
+    left out (None) with `UNAVAILABLE` in `unavailable[name]`, and the rest
+    of the page still renders. Any other error is raised as usual.
+    """
+
+    def __init__(self) -> None:
+        self.unavailable: dict[str, str] = {}
+
+    def compute(self, name: str, compute: Callable[[], T]) -> T | None:
+        try:
+            return compute()
+        except (Busy, DatabaseError, PsycopgError) as exc:
+            busy = exc if isinstance(exc, Busy) else busy_from_database(exc)
+            if busy is None:
+                raise
+            logger.warning("panel %s left out: %s (%s)", name, busy.code, exc)
+            self.unavailable[name] = UNAVAILABLE
+            return None
 
 
 # --- time ranges ---------------------------------------------------------------------

@@ -130,6 +130,10 @@ def _bench_the_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
         results.append(
             run.bench_dedupe(size=args.size[0] if args.size else 20000, sample=args.sample)
         )
+    if what in ("burst", "all"):
+        from memories.bench.burst import bench_burst
+
+        results.append(bench_burst())
     if what in ("fairness", "all"):
         from memories.bench.fairness import bench_fairness
 
@@ -143,26 +147,28 @@ def _bench_the_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
     return results
 
 
+# What `memflow bench` measures; `all` runs the speed benches in `_bench_the_rest`'s order.
+BENCHES = (
+    "quality",
+    "recall",
+    "import",
+    "dedupe",
+    "hooks",
+    "fairness",
+    "burst",
+    "capture",
+    "projection",
+    "secrets",
+    "all",
+)
+
+
 def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """`memflow bench` and `memflow loadtest`, with their options."""
     bench = sub.add_parser(
         "bench", help="measure speed and recall quality (see README, Performance)"
     )
-    bench.add_argument(
-        "what",
-        choices=[
-            "quality",
-            "recall",
-            "import",
-            "dedupe",
-            "hooks",
-            "fairness",
-            "capture",
-            "projection",
-            "secrets",
-            "all",
-        ],
-    )
+    bench.add_argument("what", choices=BENCHES)
     bench.add_argument(
         "--size",
         type=lambda v: [int(n) for n in v.split(",") if n.strip()],

@@ -27,7 +27,7 @@ from rest_framework import exceptions as drf_exceptions
 from rest_framework import serializers
 from rest_framework.utils.encoders import JSONEncoder
 
-from contexts.errors import MemflowError, NotFound, api_exception_handler
+from contexts.errors import MemflowError, NotFound, api_exception_handler, busy_from_database
 from contexts.models import AgentSession, Workspace
 from contexts.tenancy.selectors import Access, agent_session_get
 from contexts.tenancy.services import agent_session_get_or_create
@@ -138,7 +138,11 @@ def _run(caller: Caller, body: Body, access: Access) -> CallToolResult:
         answer = body(call)
     except (MemflowError, drf_exceptions.APIException, Http404, PermissionDenied) as exc:
         return error_result(_error_json(exc))
-    except Exception:
+    except Exception as exc:
+        if (busy := busy_from_database(exc)) is not None:
+            # A statement timeout or lock wait under load: retryable, as the REST API says.
+            logger.warning("MCP tool stopped: %s (%s)", busy.code, exc)
+            return error_result({**busy.as_json(), "retry_after": busy.retry_after})
         logger.exception("MCP tool failed")
         return error_result(
             {

@@ -18,6 +18,7 @@ from contexts.dashboard import charts
 from contexts.dashboard import selectors as dash_selectors
 from contexts.dashboard.common import (
     HtmxHttpRequest,
+    Panels,
     daily_points,
     line_diff,
     not_allowed,
@@ -599,8 +600,55 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         return refused
     now = timezone.now()
     days, ranges = range_days(request)
+    # Each panel asks the database on its own: one whose scan runs out of time
+    # under load (a large import) says so, and the rest of the page still renders.
+    panels = Panels()
+    viewer = request.user.pk
+    context = {
+        "workspace": workspace,
+        "membership": membership,
+        "days": days,
+        "ranges": ranges,
+        "stats": panels.compute(
+            "stats", lambda: selectors.memory_stats(workspace=workspace, now=now)
+        ),
+        "counts": panels.compute(
+            "counts", lambda: dash_selectors.workspace_counts(workspace=workspace)
+        ),
+        "core_view": panels.compute(
+            "core",
+            lambda: core.core_view(
+                scope=CoreMemory.Scope.WORKSPACE, user=None, workspace=workspace
+            ),
+        ),
+        **(panels.compute("growth", lambda: _overview_growth(workspace, days, now)) or {}),
+        "ledger": panels.compute(
+            "ledger", lambda: selectors.ledger_summary(workspace=workspace, top=5)
+        ),
+        "recent_sessions": panels.compute(
+            "sessions",
+            lambda: list(dash_selectors.session_list_annotated(workspace=workspace)[:8]),
+        ),
+        "conflicts": panels.compute(
+            "conflicts",
+            lambda: selectors.memory_conflict_clusters(
+                workspace=workspace, limit=10, viewer_id=viewer
+            ),
+        ),
+        "fading": panels.compute(
+            "fading",
+            lambda: selectors.memory_fading(
+                workspace=workspace, limit=10, now=now, viewer_id=viewer
+            ),
+        ),
+        "unavailable": panels.unavailable,
+    }
+    return render(request, "contexts/workspace_overview.html", context)
+
+
+def _overview_growth(workspace: Workspace, days: int, now: datetime) -> dict[str, Any]:
+    """The growth panel: memories in all, written and sessions started, per day."""
     today, start = dash_selectors.recent_days(days=days, now=now)
-    stats = selectors.memory_stats(workspace=workspace, now=now)
     created = memory_dash.memory_daily_counts(workspace=workspace, since=start)
     running = memory_dash.memory_count_before(workspace=workspace, before=start)
     cumulative = []
@@ -608,30 +656,13 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         running += int(n)
         cumulative.append((day, float(running)))
     sessions = dash_selectors.session_daily_counts(workspace=workspace, since=start)
-    core_view = core.core_view(scope=CoreMemory.Scope.WORKSPACE, user=None, workspace=workspace)
-    context = {
-        "workspace": workspace,
-        "membership": membership,
-        "stats": stats,
-        "counts": dash_selectors.workspace_counts(workspace=workspace),
-        "core_view": core_view,
-        "days": days,
-        "ranges": ranges,
+    return {
         "created_chart": charts.bar_chart(daily_points(created, days=days, today=today)),
         "total_chart": charts.bar_chart(cumulative),
         "sessions_chart": charts.bar_chart(daily_points(sessions, days=days, today=today)),
         "created_in_window": sum(created.values()),
         "sessions_in_window": sum(sessions.values()),
-        "ledger": selectors.ledger_summary(workspace=workspace, top=5),
-        "recent_sessions": dash_selectors.session_list_annotated(workspace=workspace)[:8],
-        "conflicts": selectors.memory_conflict_clusters(
-            workspace=workspace, limit=10, viewer_id=request.user.pk
-        ),
-        "fading": selectors.memory_fading(
-            workspace=workspace, limit=10, now=now, viewer_id=request.user.pk
-        ),
     }
-    return render(request, "contexts/workspace_overview.html", context)
 
 
 # --- sessions -------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ def server(acme: Any, tmp_path: Path) -> Iterator[Any]:
         MEMFLOW_WEB_THREADS=str(WEB_THREADS),
         MEMFLOW_HOOK_THREADS="2",
         MEMFLOW_KEY_CONCURRENCY="2",
+        # A request past the limit waits this long for a slot, then is refused.
+        MEMFLOW_KEY_WAIT_S="1",
     )
     with serving(env, "--no-worker", "--web-workers", "1") as served:
         yield served
@@ -71,7 +73,8 @@ def held_thread(url: str, raw_key: str) -> Iterator[socket.socket]:
 
 
 def wait_until_held(url: str, raw_key: str) -> None:
-    """The held requests have arrived once a request of the same credential is refused."""
+    """The held requests have arrived once a request of the same credential, having waited
+    MEMFLOW_KEY_WAIT_S for one of them to finish, is refused."""
     with httpx.Client(timeout=GUARD_S) as client:
         for _ in range(1000):  # the held requests may still be on their way
             answer = client.get(
@@ -83,6 +86,7 @@ def wait_until_held(url: str, raw_key: str) -> None:
     assert answer.status_code == 429, answer.text
     body = answer.json()
     assert body["code"] == "too_many_concurrent_requests"
+    assert "none finished within 1 s" in body["detail"]
     assert int(answer.headers["Retry-After"]) >= 1
 
 
