@@ -96,7 +96,7 @@ def busy_from_database(exc: BaseException) -> Busy | None:
     transaction back), or no database connection to be had (the pool's, or
     the server's limit): the same request may well succeed in a moment, so
     it is a 503 with a `Retry-After`, never a 500. Takes Django's wrapped
-    errors and psycopg's own (contexts/db.py talks to psycopg directly).
+    errors and psycopg's own (memflow_site/runtime/db.py talks to psycopg directly).
     """
     for error in (exc, exc.__cause__):
         if isinstance(error, pg.QueryCanceled):

@@ -37,7 +37,7 @@ CONCERNS = {
 TOP_LEVEL = {
     "contexts": {"admin", "apps", "checks", "errors", "fairness", "models", "urls"},
     "memflow_site": {
-        "asgi", "asgi_parts", "bodies", "database_url", "embedded_pg", "fairness",
+        "asgi", "asgi_parts", "bodies", "busy", "database_url", "embedded_pg", "fairness",
         "health", "log", "metrics", "settings", "urls", "version", "views", "wsgi",
     },
 }  # fmt: skip

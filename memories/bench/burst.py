@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from contexts import services as context_services
 from contexts.models import Workspace
+from contexts.tenancy import services as context_services
 from memories.bench.run import _summary, bench_user, data_dir, machine, say
 from memories.bench.serving import bench_server
 from memories.models import CoreMemory, Memory
