@@ -558,20 +558,22 @@ def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         return HttpResponseNotAllowed(["GET"])
     days, ranges = range_days(request)
     today, start = dash_selectors.recent_days(days=days)
-    daily = memory_dash.ledger_daily(workspace=workspace, since=start)
+    daily = memory_dash.ledger_daily(workspace=workspace, since=start, viewer_id=request.user.pk)
     rows = [
         (day, daily.get(day) or memory_dash.LedgerRow(label=day.isoformat(), injected=0, used=0))
         for day, _ in daily_points({}, days=days, today=today)
     ]
-    summary = selectors.ledger_summary(workspace=workspace, top=0)
-    hottest = selectors.ledger_hottest(workspace=workspace, limit=20)
-    never = memory_dash.ledger_never_used(workspace=workspace, limit=20)
+    summary = selectors.ledger_summary(workspace=workspace, viewer_id=request.user.pk, top=0)
+    hottest = selectors.ledger_hottest(workspace=workspace, viewer_id=request.user.pk, limit=20)
+    never = memory_dash.ledger_never_used(workspace=workspace, viewer_id=request.user.pk, limit=20)
     texts = memory_dash.memories_by_id(
         workspace=workspace,
         ids=[h.memory_id for h in hottest] + [n.memory_id for n in never],
         viewer_id=request.user.pk,
     )
-    by_source = memory_dash.ledger_by_source(workspace=workspace, since=start)
+    by_source = memory_dash.ledger_by_source(
+        workspace=workspace, viewer_id=request.user.pk, since=start
+    )
     context = {
         "workspace": workspace,
         "membership": membership,
@@ -606,9 +608,13 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     now = timezone.now()
     days, ranges = range_days(request)
     today, start = dash_selectors.recent_days(days=days, now=now)
-    stats = selectors.memory_stats(workspace=workspace, now=now)
-    created = memory_dash.memory_daily_counts(workspace=workspace, since=start)
-    running = memory_dash.memory_count_before(workspace=workspace, before=start)
+    stats = selectors.memory_stats(workspace=workspace, viewer_id=request.user.pk, now=now)
+    created = memory_dash.memory_daily_counts(
+        workspace=workspace, since=start, viewer_id=request.user.pk
+    )
+    running = memory_dash.memory_count_before(
+        workspace=workspace, before=start, viewer_id=request.user.pk
+    )
     cumulative = []
     for day, n in daily_points(created, days=days, today=today):
         running += int(n)
@@ -628,7 +634,7 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "sessions_chart": charts.bar_chart(daily_points(sessions, days=days, today=today)),
         "created_in_window": sum(created.values()),
         "sessions_in_window": sum(sessions.values()),
-        "ledger": selectors.ledger_summary(workspace=workspace, top=5),
+        "ledger": selectors.ledger_summary(workspace=workspace, viewer_id=request.user.pk, top=5),
         "recent_sessions": dash_selectors.session_list_annotated(workspace=workspace)[:8],
         "conflicts": selectors.memory_conflict_clusters(
             workspace=workspace, limit=10, viewer_id=request.user.pk

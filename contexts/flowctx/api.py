@@ -27,6 +27,7 @@ from contexts.flowctx import selectors, services, tasks
 from contexts.flowctx.originals import original_response
 from contexts.knobs import knob
 from contexts.models import CompressionRef, Scratchpad, SummaryNode
+from contexts.selectors import agent_session_own
 from contexts.services import agent_session_get_or_create
 
 
@@ -215,7 +216,10 @@ class SummaryFoldApi(WorkspaceApiView):
     def post(self, request: Request, slug: str, session_id: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        session = selectors.session_for(workspace=self.workspace, session_id=session_id)
+        # A fold rewrites the session's notes: its own user's to ask for.
+        session = agent_session_own(
+            workspace=self.workspace, external_id=session_id, user=request_user(request)
+        )
         generation = tasks.summaries_enqueue(session=session, force=data.validated_data["force"])
         return Response({"generation": generation}, status=status.HTTP_202_ACCEPTED)
 
