@@ -178,17 +178,34 @@ def test_a_members_cleanup_leaves_anothers_private_entry_alone(
     assert Memory.objects.get(pk=entries["private"].pk).forgotten_at is None  # his, for his run
 
 
+def _page(user: Any, url: str) -> str:
+    browser = Client()
+    browser.force_login(user)
+    return browser.get(url).content.decode()
+
+
+def _number(pattern: str, page: str) -> int:
+    found = re.search(pattern, page)
+    assert found is not None, page
+    return int(found.group(1))
+
+
 def test_the_quota_use_on_the_settings_page_counts_them_for_their_author(entries, alice, bob):
     def memories_used(user: Any) -> int:
-        browser = Client()
-        browser.force_login(user)
-        page = browser.get("/w/acme/settings/").content.decode()
-        found = re.search(r'<th scope="row">Memories</th><td>(\d+)', page)
-        assert found is not None, page
-        return int(found.group(1))
+        return _number(r'<th scope="row">Memories</th><td>(\d+)', _page(user, "/w/acme/settings/"))
 
     assert memories_used(alice) == 1
     assert memories_used(bob) == 2
+
+
+def test_the_dashboards_counts_and_ledger_leave_them_out(entries, alice, bob):
+    private = entries["private"].pk
+    for user, seen in ((alice, 1), (bob, 2)):
+        overview = _page(user, "/w/acme/")
+        assert _number(r"<strong>(\d+)</strong> current memor", overview) == seen
+        ledger = _page(user, "/w/acme/ledger/")
+        assert _number(r"<strong>(\d+)</strong> injected \(session, memory\) pairs", ledger) == seen
+        assert (f"#{private}<" in ledger) == (user == bob)
 
 
 # --- exports ---------------------------------------------------------------------------
