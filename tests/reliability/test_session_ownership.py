@@ -131,7 +131,9 @@ def test_nothing_a_co_editor_sends_lands_in_her_session(alices_session, bobs_age
             "POST", f"sessions/{SESSION}/scratchpad/", op="append", text="bob was here"
         ),
         "a re-freeze of her core": bob.api("POST", "core/freeze/", session=SESSION),
-        "a ledger mark": bob.api("POST", "ledger/", session=SESSION, ids=[fact.pk], kind="injected"),
+        "a ledger mark": bob.api(
+            "POST", "ledger/", session=SESSION, ids=[fact.pk], kind="injected"
+        ),
         "a remembered fact": bob.api("POST", "memories/", text="Bob's fact.", session=SESSION),
         "a fold of her notes": bob.api("POST", f"sessions/{SESSION}/summaries/fold/"),
         "an expand": bob.api("GET", f"memories/{fact.pk}/?session={SESSION}"),
