@@ -33,7 +33,6 @@ from contexts.errors import Invalid
 from contexts.models import AgentSession
 from contexts.rest.base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
 from contexts.tenancy.auth import request_user
-from contexts.tenancy.services import agent_session_get_or_create
 from skills import folder, selectors, services, tasks
 from skills.models import DESCRIPTION_MAX, NAME_MAX, Skill, SkillEvent, SkillProposal, SkillUse
 
@@ -108,11 +107,7 @@ class SkillApiView(WorkspaceApiView):
         )
 
     def session_for(self, request: Request, external_id: str | None) -> AgentSession | None:
-        if not external_id:
-            return None
-        return agent_session_get_or_create(
-            workspace=self.workspace, external_id=external_id, user=request_user(request)
-        )
+        return self.own_session(request, external_id)
 
 
 # --- the catalogue and one skill ----------------------------------------------------------------

@@ -428,7 +428,7 @@ def workspace_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "member_form": member_form,
         "roles": Membership.Role.choices,
         "members": selectors.membership_list(workspace=workspace),
-        "quotas": quotas.quota_report(workspace=workspace),
+        "quotas": quotas.quota_report(workspace=workspace, seen_by=request.user.pk),
         "context_options": json.dumps(
             (workspace.settings or {}).get(selectors.CONTEXT_SETTINGS_KEY) or {}, indent=2
         ),

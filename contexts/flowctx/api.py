@@ -27,6 +27,7 @@ from contexts.models import CompressionRef, Scratchpad, SummaryNode
 from contexts.rest.base import PAGE_PARAMETERS, WorkspaceApiView, page_response, page_schema
 from contexts.tenancy.auth import request_user
 from contexts.tenancy.knobs import knob
+from contexts.tenancy.selectors import agent_session_own
 from contexts.tenancy.services import agent_session_get_or_create
 
 
@@ -215,7 +216,10 @@ class SummaryFoldApi(WorkspaceApiView):
     def post(self, request: Request, slug: str, session_id: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        session = selectors.session_for(workspace=self.workspace, session_id=session_id)
+        # A fold rewrites the session's notes: its own user's to ask for.
+        session = agent_session_own(
+            workspace=self.workspace, external_id=session_id, user=request_user(request)
+        )
         generation = tasks.summaries_enqueue(session=session, force=data.validated_data["force"])
         return Response({"generation": generation}, status=status.HTTP_202_ACCEPTED)
 

@@ -21,6 +21,7 @@ from contexts.models import (
 )
 from contexts.tenancy.knobs import knob
 from contexts.tenancy.quotas import Usage
+from contexts.tenancy.selectors import agent_session_get
 
 # Long enough that a model quoting a shortened hash still names one original.
 MIN_HASH_PREFIX = 12
@@ -63,12 +64,8 @@ def compression_get(
 
 
 def session_for(*, workspace: Workspace, session_id: str) -> AgentSession:
-    """A session of this workspace by the harness's own id."""
-    session = AgentSession.objects.filter(workspace=workspace, external_id=session_id).first()
-    if session is None:
-        raise NotFound(f"No session {session_id!r} in this workspace.", code="session_not_found")
-    session.workspace = workspace
-    return session
+    """A session of this workspace by the harness's own id, to read (its notes, its pad)."""
+    return agent_session_get(workspace=workspace, external_id=session_id)
 
 
 def summaries_active(*, session: AgentSession) -> list[SummaryNode]:
@@ -103,8 +100,8 @@ def scratchpad_render(*, session: AgentSession, pad: Scratchpad | None = None) -
     )
 
 
-def compression_usage(workspace: Workspace) -> Usage:
-    """The bytes of stored originals, for the workspace's `quota_bytes`."""
+def compression_usage(workspace: Workspace, seen_by: int | None = None) -> Usage:
+    """The bytes of stored originals, for the workspace's `quota_bytes` (none is private)."""
     size = CompressionRef.objects.filter(workspace=workspace).aggregate(n=Sum("size"))["n"]
     return Usage(stored_bytes=size or 0)
 

@@ -44,7 +44,12 @@ from contexts.hooks.registry import (
 )
 from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
 from contexts.secrets import find_secret, redact_json
-from contexts.tenancy.selectors import Access, workspace_access
+from contexts.tenancy.selectors import (
+    Access,
+    agent_session_check_owner,
+    workspace_access,
+    workspace_create_check,
+)
 from memflow_site.runtime.side_threads import side_executor
 from memflow_site.runtime.tokens import estimate_tokens
 
@@ -175,6 +180,8 @@ def _workspace_for_root(
             f"No workspace is mapped to {root!r}; map one in its settings or allow creating it.",
             code="project_not_mapped",
         )
+    # Only where `POST workspaces/` would let the same key: a read key creates nothing.
+    workspace_create_check(api_key=api_key)
     from contexts.tenancy import services
 
     base = slugify(root.rstrip("/").rsplit("/", 1)[-1]) or "project"
@@ -402,16 +409,25 @@ def _session_turn(new: AgentSession, *, turn: bool) -> tuple[AgentSession, bool]
     With `turn` (a user prompt), its turn count goes up by one in the same
     statement: an upsert that returns the row, where getting, counting and
     reading the count back were three round trips on every prompt.
+
+    Another user's session of the same id is refused (403
+    `session_belongs_to_another_user`) before anything is written to it.
     """
     if not turn:
-        return AgentSession.objects.get_or_create(
+        session, created = AgentSession.objects.get_or_create(
             workspace=new.workspace,
             external_id=new.external_id,
             defaults={f: getattr(new, f) for f in ("user", "app", "cwd", "device", "params")},
         )
+        agent_session_check_owner(session=session, user=new.user)
+        return session, created
     new.turns = 1
     values = [f.get_db_prep_save(f.pre_save(new, add=True), connection) for f in _SESSION_FIELDS]
-    session = next(iter(AgentSession.objects.raw(_SESSION_TURN_SQL, values)))
+    rows = list(AgentSession.objects.raw(_SESSION_TURN_SQL, values))
+    if not rows:  # the id is taken by another user's session: the update did not apply
+        theirs = AgentSession.objects.get(workspace=new.workspace, external_id=new.external_id)
+        agent_session_check_owner(session=theirs, user=new.user)
+    session = rows[0]
     return session, bool(session.__dict__.pop("inserted"))
 
 
@@ -423,6 +439,7 @@ _SESSION_TURN_SQL = f"""
     VALUES ({", ".join(["%s"] * len(_SESSION_FIELDS))})
     ON CONFLICT (workspace_id, external_id)
     DO UPDATE SET turns = contexts_agentsession.turns + 1
+    WHERE contexts_agentsession.user_id IS NOT DISTINCT FROM EXCLUDED.user_id
     RETURNING {", ".join(str(f.column) for f in AgentSession._meta.concrete_fields)},
               (xmax = 0) AS inserted
 """

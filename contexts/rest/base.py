@@ -19,8 +19,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contexts.errors import Invalid, NotFound
-from contexts.models import ApiKey, Membership, Workspace
-from contexts.tenancy.selectors import Access, workspace_access
+from contexts.models import AgentSession, ApiKey, Membership, Workspace
+from contexts.tenancy.auth import request_user
+from contexts.tenancy.selectors import Access, agent_session_own, key_allows, workspace_access
+from contexts.tenancy.services import agent_session_get_or_create
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
@@ -54,6 +56,32 @@ class WorkspaceApiView(APIView):
         if any("\x00" in value for value in kwargs.values() if isinstance(value, str)):
             # Nothing can be named with a NUL: Postgres refuses it in text.
             raise NotFound("No such object.", code="not_found")
+
+    def can_write(self, request: Request) -> bool:
+        """Whether this caller may write here: an editor or owner, with a key that allows it."""
+        return self.membership.can_write and key_allows(request_key(request), Access.WRITE)
+
+    def own_session(
+        self, request: Request, external_id: str | None, *, app: str = ""
+    ) -> AgentSession | None:
+        """The caller's session `external_id`, to tie this request to (None: no id given).
+
+        Created on first sight for a caller who may write here; a read key or
+        a viewer creates nothing, and one of theirs that does not exist ties
+        nothing. Another user's session of that id: 403
+        `session_belongs_to_another_user`, whoever asks.
+        """
+        if not external_id:
+            return None
+        user = request_user(request)
+        if self.can_write(request):
+            return agent_session_get_or_create(
+                workspace=self.workspace, external_id=external_id, user=user, app=app
+            )
+        try:
+            return agent_session_own(workspace=self.workspace, external_id=external_id, user=user)
+        except NotFound:
+            return None
 
 
 # --- pagination --------------------------------------------------------------------------------

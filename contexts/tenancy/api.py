@@ -11,7 +11,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contexts.dashboard import selectors as dash_selectors
-from contexts.errors import Forbidden
 from contexts.models import AgentSession, ApiKey, Membership, Workspace
 from contexts.rest.base import (
     PAGE_PARAMETERS,
@@ -64,11 +63,7 @@ class WorkspaceListCreateApi(APIView):
         operation_id="workspace_create", request=InputSerializer, responses={201: WorkspaceOutput}
     )
     def post(self, request: Request) -> Response:
-        key = request_key(request)
-        if key is not None and (
-            key.workspace_id is not None or not selectors.key_allows(key, Access.WRITE)
-        ):
-            raise Forbidden("This API key cannot create workspaces.", code="key_scope")
+        selectors.workspace_create_check(api_key=request_key(request))
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         workspace = services.workspace_create(user=request_user(request), **data.validated_data)

@@ -63,7 +63,9 @@ class Usage:
         return Usage(self.memories + other.memories, self.stored_bytes + other.stored_bytes)
 
 
-Meter = Callable[[Workspace], Usage]
+# (workspace, seen_by) -> usage: with `seen_by`, what that user may see (another
+# member's private entries left out); None, every row (what quotas are checked on).
+Meter = Callable[[Workspace, int | None], Usage]
 _meters: dict[str, Meter] = {}
 
 
@@ -82,10 +84,10 @@ def quota_limits(workspace: Workspace) -> dict[str, int]:
     return {name: int(knob(workspace, name)) for name in QUOTAS}
 
 
-def workspace_usage(*, workspace: Workspace) -> Usage:
+def workspace_usage(*, workspace: Workspace, seen_by: int | None = None) -> Usage:
     total = Usage()
     for meter in _meters.values():
-        total = total + meter(workspace)
+        total = total + meter(workspace, seen_by)
     return total
 
 
@@ -103,9 +105,11 @@ class QuotaRow:
         return min(100, round(100 * self.use / self.limit)) if self.limit else None
 
 
-def quota_report(*, workspace: Workspace) -> list[QuotaRow]:
+def quota_report(*, workspace: Workspace, seen_by: int | None) -> list[QuotaRow]:
+    """The quotas as `seen_by` is shown them: another member's private entries are
+    not counted in the use (their existence is theirs to tell)."""
     limits = quota_limits(workspace)
-    use = workspace_usage(workspace=workspace)
+    use = workspace_usage(workspace=workspace, seen_by=seen_by)
     return [
         QuotaRow("quota_memories", "Memories", use.memories, limits["quota_memories"]),
         QuotaRow("quota_bytes", "Stored bytes", use.stored_bytes, limits["quota_bytes"]),

@@ -13,7 +13,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from contexts.declarations import ContextConfig, StoredSource
-from contexts.errors import Forbidden, NotFound
+from contexts.errors import Forbidden, Invalid, NotFound
 from contexts.models import (
     AgentSession,
     ApiKey,
@@ -115,6 +115,18 @@ def key_allows(key: ApiKey | None, access: Access) -> bool:
     return key is None or _KEY_SCOPE_ALLOWS[ApiKey.Scope(key.scope)] >= access
 
 
+def workspace_create_check(*, api_key: ApiKey | None) -> None:
+    """Raise 403 `key_scope` unless this key may create a workspace (a dashboard login may).
+
+    `POST workspaces/` and a hook's `create_workspace` both ask: a read key, or
+    a key restricted to one workspace, creates none.
+    """
+    if api_key is not None and (
+        api_key.workspace_id is not None or not key_allows(api_key, Access.WRITE)
+    ):
+        raise Forbidden("This API key cannot create workspaces.", code="key_scope")
+
+
 def membership_list_for_user(*, user: AnyUser) -> QuerySet[Membership]:
     return (
         Membership.objects.filter(user_id=_user_id(user))
@@ -178,7 +190,14 @@ def membership_list(*, workspace: Workspace) -> QuerySet[Membership]:
 
 
 def agent_session_get(*, workspace: Workspace, external_id: str) -> AgentSession:
-    """The session the harness calls `external_id` in this workspace, its user attached."""
+    """The session the harness calls `external_id` in this workspace, its user attached.
+
+    For reading its log, as the dashboard's session page does: every member
+    may. Anything that acts in a session goes through `agent_session_own`.
+    """
+    if "\x00" in external_id:
+        # Postgres refuses NUL in text: said here, not as a server error.
+        raise Invalid("A session id cannot contain a NUL character.", code="invalid_session")
     # Uses index: agentsession_external_unique.
     session = (
         AgentSession.objects.filter(workspace=workspace, external_id=external_id)
@@ -188,6 +207,29 @@ def agent_session_get(*, workspace: Workspace, external_id: str) -> AgentSession
     if session is None:
         raise NotFound(f"No session {external_id!r} in this workspace.", code="session_not_found")
     session.workspace = workspace
+    return session
+
+
+def agent_session_check_owner(*, session: AgentSession, user: AnyUser | None) -> None:
+    """Raise 403 `session_belongs_to_another_user` unless `user` is the session's user.
+
+    A harness's session id names one person's conversation: another member
+    who sends the same id is refused rather than let into it (its frozen
+    USER document, scratchpad, ledger and prompt log are its user's).
+    """
+    if user is None or session.user_id is None or session.user_id != _user_id(user):
+        raise Forbidden(
+            f"Session {session.external_id[:80]!r} belongs to another user of this "
+            "workspace; use a session id of your own.",
+            code="session_belongs_to_another_user",
+        )
+
+
+def agent_session_own(*, workspace: Workspace, external_id: str, user: AnyUser) -> AgentSession:
+    """The caller's own session `external_id`: 404 `session_not_found` if there is none,
+    403 `session_belongs_to_another_user` if it is someone else's."""
+    session = agent_session_get(workspace=workspace, external_id=external_id)
+    agent_session_check_owner(session=session, user=user)
     return session
 
 

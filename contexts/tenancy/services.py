@@ -44,6 +44,7 @@ from contexts.tenancy.selectors import (
     CONTEXT_ASSEMBLY_EVENT,
     CONTEXT_PRELOAD_EVENT,
     CONTEXT_SETTINGS_KEY,
+    agent_session_check_owner,
     context_config_for,
     context_document_get,
     context_source_for,
@@ -363,20 +364,36 @@ def agent_session_get_or_create(
     *,
     workspace: Workspace,
     external_id: str,
-    user: User | None = None,
+    user: User,
     app: str = "",
     **fields: object,
 ) -> AgentSession:
-    """The session a harness calls `external_id`, created on first sight."""
-    external_id = external_id.strip()[:200]
-    if not external_id:
-        raise Invalid("A session id cannot be empty.", code="invalid_session")
+    """`user`'s session the harness calls `external_id`, created on first sight.
+
+    Another user's session of that id is refused (403
+    `session_belongs_to_another_user`), never joined. A caller who may not
+    write here (a read key, a viewer) should not create one: use
+    `selectors.agent_session_own` instead.
+    """
+    external_id = session_external_id_clean(external_id)
     session, _ = AgentSession.objects.get_or_create(
         workspace=workspace,
         external_id=external_id,
         defaults={"user": user, "app": app[:64], **fields},
     )
+    agent_session_check_owner(session=session, user=user)
     return session
+
+
+def session_external_id_clean(external_id: str) -> str:
+    """A harness's session id as stored (trimmed, at most 200 characters), or 400."""
+    external_id = external_id.strip()[:200]
+    if not external_id:
+        raise Invalid("A session id cannot be empty.", code="invalid_session")
+    if "\x00" in external_id:
+        # Postgres refuses NUL in text: said here, not as a server error.
+        raise Invalid("A session id cannot contain a NUL character.", code="invalid_session")
+    return external_id
 
 
 # --- declarations, stored documents and context assembly -----------------------

@@ -29,6 +29,27 @@ def _ensure_secret_key(directory: Path) -> None:
             handle.write(secrets.token_urlsafe(50))
 
 
+def write_private(path: Path, data: bytes) -> None:
+    """`data` at `path`, readable by its owner only (0600), whole or not at all.
+
+    Written to `PATH.partial` (created 0600, so there is never a moment it is
+    readable by others, whatever the umask) and renamed over `path`: an
+    export holds private entries and a USER document.
+    """
+    partial = path.with_name(path.name + ".partial")
+    partial.unlink(missing_ok=True)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
 def setup_django() -> None:
     directory = data_dir()
     directory.mkdir(parents=True, exist_ok=True)

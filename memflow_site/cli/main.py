@@ -27,6 +27,7 @@ from memflow_site.cli.base import (
     migrate,
     say,
     setup_django,
+    write_private,
 )
 from memflow_site.cli.bench import add_bench_commands
 
@@ -330,7 +331,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     workspace, user, scope = _core_owner(args)
     text = core.core_export_text(core.core_view(scope=scope, user=user, workspace=workspace))
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_private(Path(args.out), text.encode("utf-8"))
         say(f"Wrote {core.LABELS[scope]} of {workspace.slug} to {args.out}.")
     else:
         sys.stdout.write(text)

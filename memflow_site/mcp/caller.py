@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 from contexts.errors import Invalid, MemflowError
 from contexts.models import ApiKey, Membership, Workspace
 from contexts.tenancy.auth import apikey_authenticate
-from contexts.tenancy.selectors import Access, workspace_access
+from contexts.tenancy.selectors import Access, key_allows, workspace_access
 from memflow_site.mcp.profiles import DEFAULT_PROFILE, PROFILES
 
 # Where the endpoint leaves the caller in the ASGI scope; tools read it back
@@ -44,6 +44,11 @@ class Caller:
     app: str  # `?app=`: tags what this connection writes
     session_id: str  # `?session=`: the default session of every tool call
     tools: str = DEFAULT_PROFILE  # `?tools=`: the tool profile this request is served
+
+    @property
+    def can_write(self) -> bool:
+        """Whether this caller may write here: an editor or owner, with a key that allows it."""
+        return self.membership.can_write and key_allows(self.key, Access.WRITE)
 
     def require(self, access: Access) -> None:
         """Raise unless the caller may do `access` here (role and key scope, as REST)."""
@@ -88,6 +93,8 @@ def caller_resolve(*, authorization: str, params: Mapping[str, str], address: st
     )
     app = params.get("app", "").strip()
     session_id = params.get("session", "").strip()
+    if "\x00" in app or "\x00" in session_id:
+        raise Invalid("`app` and `session` cannot contain a NUL character.", code="invalid_session")
     if len(app) > MAX_APP_CHARS or len(session_id) > MAX_SESSION_CHARS:
         raise Invalid(
             f"`app` takes {MAX_APP_CHARS} characters, `session` {MAX_SESSION_CHARS}.",

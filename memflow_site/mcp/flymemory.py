@@ -625,12 +625,14 @@ async def flymemory_cleanup(
         data: dict[str, Any] = validated(
             CleanupApi.InputSerializer, {"dry_run": dry_run}
         ).validated_data
-        report = services.memory_cleanup(workspace=call.workspace, dry_run=data["dry_run"])
+        report = services.memory_cleanup(
+            workspace=call.workspace, dry_run=data["dry_run"], member_id=call.user.pk
+        )
         plain = knob(call.workspace, "cleanup_threshold")
         valuable = knob(call.workspace, "cleanup_threshold_valuable")
         kept = "/".join(VALUABLE_SOURCES)
         remaining = Memory.objects.filter(
-            workspace=call.workspace, forgotten_at__isnull=True
+            selectors.visible_to(call.user.pk), workspace=call.workspace, forgotten_at__isnull=True
         ).count()
         if report.dry_run:
             head = f"Would remove {len(report.candidates)} decayed memories."
@@ -706,7 +708,7 @@ async def flymemory_stats(ctx: Context) -> CallToolResult:
     """Library statistics."""
 
     def body(call: Call) -> Answer:
-        stats = selectors.memory_stats(workspace=call.workspace)
+        stats = selectors.memory_stats(workspace=call.workspace, viewer_id=call.user.pk)
         if not stats["current"] and not stats["superseded"]:
             return Answer("Memory empty.", stats)
 

@@ -29,7 +29,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from contexts.errors import MemflowError, NotFound, api_exception_handler, busy_from_database
 from contexts.models import AgentSession, Workspace
-from contexts.tenancy.selectors import Access, agent_session_get
+from contexts.tenancy.selectors import Access, agent_session_own
 from contexts.tenancy.services import agent_session_get_or_create
 from memflow_site.mcp.caller import SCOPE_KEY, Caller
 
@@ -70,26 +70,33 @@ class Call:
         return session_id.strip() or self.caller.session_id
 
     def session(self, session_id: str, *, create: bool = False) -> AgentSession | None:
-        """The session to link ledger events and writes to, or None.
+        """The caller's session to link ledger events and writes to, or None.
 
         The connection's `?session=` is the harness's own and is created on
         first sight, as is any session a call creates on purpose (`create`:
-        an `inject`, which only a harness makes). A `session_id` argument
-        otherwise names a session the hooks already reported: one this
-        workspace does not know is ignored (a model may mistype it), and
-        the answer says so.
+        an `inject`, which only a harness makes) — but only for a caller who
+        may write here: a read key or a viewer creates nothing. A
+        `session_id` argument otherwise names a session the hooks already
+        reported: one this workspace does not know is ignored (a model may
+        mistype it), and the answer says so. Another user's session is
+        refused (`session_belongs_to_another_user`), never joined.
         """
         given = session_id.strip()
-        if not given or create or given == self.caller.session_id:
-            external_id = given or self.caller.session_id
-            if not external_id:
-                return None
+        external_id = given or self.caller.session_id
+        if not external_id:
+            return None
+        own = not given or create or given == self.caller.session_id
+        if own and self.caller.can_write:
             return agent_session_get_or_create(
                 workspace=self.workspace, external_id=external_id, user=self.user, app=self.app
             )
         try:
-            return agent_session_get(workspace=self.workspace, external_id=given[:200])
+            return agent_session_own(
+                workspace=self.workspace, external_id=external_id[:200], user=self.user
+            )
         except NotFound:
+            if own:  # the connection's own session, which this caller may not create
+                return None
             note = (
                 f"session_id {given[:80]!r} is not a session of this workspace, so this call "
                 "is not tied to a session; pass the id given at session start."

@@ -17,7 +17,6 @@ from contexts.tenancy.audit import Actor, Origin
 from contexts.tenancy.auth import request_user
 from contexts.tenancy.knobs import knob
 from contexts.tenancy.selectors import Access
-from contexts.tenancy.services import agent_session_get_or_create
 from memories import rendering, selectors, services
 from memories.decay import retention
 from memories.models import InjectionEvent, Memory
@@ -131,11 +130,7 @@ class MemoryApiView(WorkspaceApiView):
     def session_for(
         self, request: Request, external_id: str | None, app: str = ""
     ) -> AgentSession | None:
-        if not external_id:
-            return None
-        return agent_session_get_or_create(
-            workspace=self.workspace, external_id=external_id, user=request_user(request), app=app
-        )
+        return self.own_session(request, external_id, app=app)
 
 
 class RememberInputSerializer(serializers.Serializer):

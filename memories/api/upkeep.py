@@ -144,7 +144,9 @@ class CleanupApi(MemoryApiView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         report = services.memory_cleanup(
-            workspace=self.workspace, dry_run=data.validated_data["dry_run"]
+            workspace=self.workspace,
+            dry_run=data.validated_data["dry_run"],
+            member_id=request_user(request).pk,
         )
         return Response(
             {
@@ -199,7 +201,9 @@ class SessionPackApi(MemoryApiView):
 class StatsApi(MemoryApiView):
     @extend_schema(operation_id="memory_stats", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
-        return Response(selectors.memory_stats(workspace=self.workspace))
+        return Response(
+            selectors.memory_stats(workspace=self.workspace, viewer_id=request_user(request).pk)
+        )
 
 
 class LedgerApi(MemoryApiView):
@@ -226,6 +230,7 @@ class LedgerApi(MemoryApiView):
         return Response(
             selectors.ledger_summary(
                 workspace=self.workspace,
+                viewer_id=request_user(request).pk,
                 session_id=values.get("session") or None,
                 top=values["top"],
                 rank=values["rank"],

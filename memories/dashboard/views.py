@@ -553,20 +553,22 @@ def ledger_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         return HttpResponseNotAllowed(["GET"])
     days, ranges = range_days(request)
     today, start = dash_selectors.recent_days(days=days)
-    daily = memory_dash.ledger_daily(workspace=workspace, since=start)
+    daily = memory_dash.ledger_daily(workspace=workspace, since=start, viewer_id=request.user.pk)
     rows = [
         (day, daily.get(day) or memory_dash.LedgerRow(label=day.isoformat(), injected=0, used=0))
         for day, _ in daily_points({}, days=days, today=today)
     ]
-    summary = selectors.ledger_summary(workspace=workspace, top=0)
-    hottest = selectors.ledger_hottest(workspace=workspace, limit=20)
-    never = memory_dash.ledger_never_used(workspace=workspace, limit=20)
+    summary = selectors.ledger_summary(workspace=workspace, viewer_id=request.user.pk, top=0)
+    hottest = selectors.ledger_hottest(workspace=workspace, viewer_id=request.user.pk, limit=20)
+    never = memory_dash.ledger_never_used(workspace=workspace, viewer_id=request.user.pk, limit=20)
     texts = memory_dash.memories_by_id(
         workspace=workspace,
         ids=[h.memory_id for h in hottest] + [n.memory_id for n in never],
         viewer_id=request.user.pk,
     )
-    by_source = memory_dash.ledger_by_source(workspace=workspace, since=start)
+    by_source = memory_dash.ledger_by_source(
+        workspace=workspace, viewer_id=request.user.pk, since=start
+    )
     context = {
         "workspace": workspace,
         "membership": membership,
@@ -610,7 +612,7 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "days": days,
         "ranges": ranges,
         "stats": panels.compute(
-            "stats", lambda: selectors.memory_stats(workspace=workspace, now=now)
+            "stats", lambda: selectors.memory_stats(workspace=workspace, viewer_id=viewer, now=now)
         ),
         "counts": panels.compute(
             "counts", lambda: dash_selectors.workspace_counts(workspace=workspace)
@@ -621,9 +623,9 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 scope=CoreMemory.Scope.WORKSPACE, user=None, workspace=workspace
             ),
         ),
-        **(panels.compute("growth", lambda: _overview_growth(workspace, days, now)) or {}),
+        **(panels.compute("growth", lambda: _overview_growth(workspace, days, now, viewer)) or {}),
         "ledger": panels.compute(
-            "ledger", lambda: selectors.ledger_summary(workspace=workspace, top=5)
+            "ledger", lambda: selectors.ledger_summary(workspace=workspace, viewer_id=viewer, top=5)
         ),
         "recent_sessions": panels.compute(
             "sessions",
@@ -646,11 +648,14 @@ def workspace_overview(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     return render(request, "contexts/workspace_overview.html", context)
 
 
-def _overview_growth(workspace: Workspace, days: int, now: datetime) -> dict[str, Any]:
-    """The growth panel: memories in all, written and sessions started, per day."""
+def _overview_growth(
+    workspace: Workspace, days: int, now: datetime, viewer: int | None
+) -> dict[str, Any]:
+    """The growth panel: memories in all (as `viewer` may count them), written and
+    sessions started, per day."""
     today, start = dash_selectors.recent_days(days=days, now=now)
-    created = memory_dash.memory_daily_counts(workspace=workspace, since=start)
-    running = memory_dash.memory_count_before(workspace=workspace, before=start)
+    created = memory_dash.memory_daily_counts(workspace=workspace, since=start, viewer_id=viewer)
+    running = memory_dash.memory_count_before(workspace=workspace, before=start, viewer_id=viewer)
     cumulative = []
     for day, n in daily_points(created, days=days, today=today):
         running += int(n)

@@ -33,7 +33,9 @@ from memories.selectors.embedder import (
     workspace_embedder_status,
 )
 from memories.selectors.entries import (
+    HIDDEN_IDS_SQL,
     MemoryFilters,
+    hidden_from,
     is_visible,
     memory_forgotten_list,
     memory_get,
@@ -100,6 +102,7 @@ __all__ = [
     "EXACT_SCAN_BELOW",
     "GIN_PENDING_LIST_BULK_KB",
     "GIN_PENDING_LIST_KB",
+    "HIDDEN_IDS_SQL",
     "LEXICAL_CANDIDATES",
     "LEXICAL_POSTINGS_BUDGET",
     "PHRASE_BONUS",
@@ -139,6 +142,7 @@ __all__ = [
     "dense_hits",
     "embedder_for",
     "fuse",
+    "hidden_from",
     "is_captured_prompt",
     "is_visible",
     "ledger_hottest",

@@ -21,7 +21,7 @@ from contexts.models import AgentSession, Workspace
 from contexts.tenancy.knobs import knob
 from memories.decay import retention_sql
 from memories.models import InjectionEvent, Memory
-from memories.selectors import Hit, MemoryFilters, memory_list, visible_to
+from memories.selectors import HIDDEN_IDS_SQL, Hit, MemoryFilters, memory_list, visible_to
 
 _LEAN = ("embedding", "embedding_next", "lex")  # columns no dashboard page reads
 
@@ -45,11 +45,18 @@ def memories_by_id(
 # --- growth -----------------------------------------------------------------------------
 
 
-def memory_daily_counts(*, workspace: Workspace, since: datetime) -> dict[date, int]:
-    """Memories created per day since `since` (current or not)."""
+def memory_daily_counts(
+    *, workspace: Workspace, since: datetime, viewer_id: int | None
+) -> dict[date, int]:
+    """Memories `viewer_id` may see created per day since `since` (current or not)."""
     # Uses index: memory_recent_idx.
     rows = (
-        Memory.objects.filter(workspace=workspace, created_at__gte=since, forgotten_at__isnull=True)
+        Memory.objects.filter(
+            visible_to(viewer_id),
+            workspace=workspace,
+            created_at__gte=since,
+            forgotten_at__isnull=True,
+        )
         .annotate(day=TruncDate("created_at"))
         .order_by()
         .values("day")
@@ -58,9 +65,9 @@ def memory_daily_counts(*, workspace: Workspace, since: datetime) -> dict[date, 
     return {row["day"]: row["n"] for row in rows}
 
 
-def memory_count_before(*, workspace: Workspace, before: datetime) -> int:
+def memory_count_before(*, workspace: Workspace, before: datetime, viewer_id: int | None) -> int:
     return Memory.objects.filter(
-        workspace=workspace, created_at__lt=before, forgotten_at__isnull=True
+        visible_to(viewer_id), workspace=workspace, created_at__lt=before, forgotten_at__isnull=True
     ).count()
 
 
@@ -90,12 +97,14 @@ def state_histories(*, workspace: Workspace, keys: Iterable[str]) -> dict[str, l
 # A "use" is counted as `ledger_summary` counts it: an (session, memory id)
 # pair that was injected and then expanded, recalled or superseded in that
 # same session (`ledger_record` only writes uses for injected ids anyway).
+# Another member's private entries are left out (`hidden_from`; binds `viewer`).
 
-_LEDGER_PAIRS = """
-    WITH injected AS (
+_LEDGER_PAIRS = f"""
+    WITH hidden AS ({HIDDEN_IDS_SQL}), injected AS (
         SELECT session_id, memory_id, MIN(at) AS first_at
         FROM memories_injectionevent
         WHERE workspace_id = %(ws)s AND kind = 'injected'
+          AND memory_id NOT IN (SELECT id FROM hidden)
         GROUP BY session_id, memory_id
     ), used AS (
         SELECT DISTINCT session_id, memory_id
@@ -120,7 +129,9 @@ class LedgerRow:
         return charts.shown(self.rate, percent=True)
 
 
-def ledger_daily(*, workspace: Workspace, since: datetime) -> dict[date, LedgerRow]:
+def ledger_daily(
+    *, workspace: Workspace, since: datetime, viewer_id: int | None
+) -> dict[date, LedgerRow]:
     """Injected pairs by the day of their first injection, and how many were then used."""
     # Raw SQL: a pair-level anti/semi join the ORM would spell as two
     # correlated subqueries per row. Uses index: injection_workspace_idx.
@@ -136,12 +147,14 @@ def ledger_daily(*, workspace: Workspace, since: datetime) -> dict[date, LedgerR
     """
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"ws": workspace.pk, "since": since})
+        cursor.execute(sql, {"ws": workspace.pk, "since": since, "viewer": viewer_id})
         rows = cursor.fetchall()
     return {d: LedgerRow(label=d.isoformat(), injected=n, used=u) for d, n, u in rows}
 
 
-def ledger_by_source(*, workspace: Workspace, since: datetime | None = None) -> list[LedgerRow]:
+def ledger_by_source(
+    *, workspace: Workspace, viewer_id: int | None, since: datetime | None = None
+) -> list[LedgerRow]:
     """Injected pairs (first injected since `since`, if given) and uses by the memory's
     source; a forgotten memory counts as 'forgotten'."""
     # Raw SQL: as in ledger_daily, joined to the memory for its source.
@@ -158,7 +171,7 @@ def ledger_by_source(*, workspace: Workspace, since: datetime | None = None) -> 
     """
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"ws": workspace.pk, "since": since})
+        cursor.execute(sql, {"ws": workspace.pk, "since": since, "viewer": viewer_id})
         return [LedgerRow(label=s, injected=n, used=u) for s, n, u in cursor.fetchall()]
 
 
@@ -170,13 +183,17 @@ class NeverUsed:
     last_at: datetime
 
 
-def ledger_never_used(*, workspace: Workspace, limit: int = 20) -> list[NeverUsed]:
-    """Ids injected again and again but never used in any session: context spent for nothing."""
+def ledger_never_used(
+    *, workspace: Workspace, viewer_id: int | None, limit: int = 20
+) -> list[NeverUsed]:
+    """Ids injected again and again but never used in any session: context spent for nothing
+    (another member's private entries left out)."""
     # Raw SQL: a hashed NOT IN over the workspace's use events.
-    sql = """
+    sql = f"""
         SELECT memory_id, COUNT(*) AS n, COUNT(DISTINCT session_id), MAX(at)
         FROM memories_injectionevent
         WHERE workspace_id = %(ws)s AND kind = 'injected'
+          AND memory_id NOT IN ({HIDDEN_IDS_SQL})
           AND memory_id NOT IN (
               SELECT memory_id FROM memories_injectionevent
               WHERE workspace_id = %(ws)s AND kind <> 'injected'
@@ -186,7 +203,7 @@ def ledger_never_used(*, workspace: Workspace, limit: int = 20) -> list[NeverUse
         LIMIT %(limit)s
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"ws": workspace.pk, "limit": limit})
+        cursor.execute(sql, {"ws": workspace.pk, "limit": limit, "viewer": viewer_id})
         return [
             NeverUsed(memory_id=int(i), injections=n, sessions=s, last_at=at)
             for i, n, s, at in cursor.fetchall()

@@ -38,6 +38,22 @@ def visible_sql(viewer_id: int | None, params: dict[str, Any], alias: str = "m")
     return f"(NOT {alias}.private OR {alias}.user_id = %(f_viewer)s)"
 
 
+def hidden_from(*, workspace: Workspace, viewer_id: int | None) -> QuerySet[Memory, Any]:
+    """The ids (`values("pk")`) of the workspace's private entries `viewer_id` did not
+    write: what counts and ledger ids leave out, so that others never learn they exist."""
+    hidden = Memory.objects.filter(workspace=workspace, private=True)
+    if viewer_id is not None:
+        hidden = hidden.exclude(user_id=viewer_id)
+    return hidden.values("pk")
+
+
+# `hidden_from` for the raw statements (the dashboard's ledger); binds `ws` and `viewer`.
+HIDDEN_IDS_SQL = """
+    SELECT id FROM memories_memory
+    WHERE workspace_id = %(ws)s AND private AND user_id IS DISTINCT FROM %(viewer)s
+"""
+
+
 def is_visible(memory: Memory, viewer_id: int | None) -> bool:
     return not memory.private or (viewer_id is not None and memory.user_id == viewer_id)
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from contexts.fairness import heavy_read
 from contexts.models import Workspace
 from memories.models import InjectionEvent, Memory
+from memories.selectors.entries import hidden_from, visible_to
 
 
 def memory_counts_by_workspace() -> dict[int, int]:
@@ -20,14 +21,20 @@ def memory_counts_by_workspace() -> dict[int, int]:
     return {int(row["workspace"]): int(row["n"]) for row in rows}
 
 
-def memory_stats(*, workspace: Workspace, now: datetime | None = None) -> dict[str, Any]:
+def memory_stats(
+    *, workspace: Workspace, viewer_id: int | None, now: datetime | None = None
+) -> dict[str, Any]:
+    """The library's counts as `viewer_id` sees it: another member's private entries
+    are not counted (their existence is theirs to tell)."""
     now = now or timezone.now()
     with heavy_read("stats"):
-        return _memory_stats(workspace=workspace, now=now)
+        return _memory_stats(workspace=workspace, viewer_id=viewer_id, now=now)
 
 
-def _memory_stats(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
-    all_rows = Memory.objects.filter(workspace=workspace, forgotten_at__isnull=True)
+def _memory_stats(*, workspace: Workspace, viewer_id: int | None, now: datetime) -> dict[str, Any]:
+    all_rows = Memory.objects.filter(
+        visible_to(viewer_id), workspace=workspace, forgotten_at__isnull=True
+    )
     current = all_rows.filter(valid_to__isnull=True)
 
     def counts(column: str) -> dict[str, int]:
@@ -76,6 +83,7 @@ HottestRank = Literal["uses", "events"]
 def ledger_hottest(
     *,
     workspace: Workspace,
+    viewer_id: int | None,
     limit: int = 20,
     session_id: str | None = None,
     rank: HottestRank = "uses",
@@ -84,11 +92,16 @@ def ledger_hottest(
     model used most, then by all marks, only ids with a use; by all marks, ids injected
     often and never used would lead, and those are the ledger page's "never used". By
     `events`: every mark counts, injections included."""
-    return _hottest(_ledger_events(workspace, session_id), limit=limit, rank=rank)
+    return _hottest(_ledger_events(workspace, session_id, viewer_id), limit=limit, rank=rank)
 
 
-def _ledger_events(workspace: Workspace, session_id: str | None) -> QuerySet[InjectionEvent]:
-    events = InjectionEvent.objects.filter(workspace=workspace)
+def _ledger_events(
+    workspace: Workspace, session_id: str | None, viewer_id: int | None
+) -> QuerySet[InjectionEvent]:
+    """The ledger's marks, less those of entries private to someone other than `viewer_id`."""
+    events = InjectionEvent.objects.filter(workspace=workspace).exclude(
+        memory_id__in=hidden_from(workspace=workspace, viewer_id=viewer_id)
+    )
     if session_id is not None:
         events = events.filter(session__external_id=session_id)
     return events
@@ -111,6 +124,7 @@ def _hottest(events: QuerySet[InjectionEvent], *, limit: int, rank: HottestRank)
 def ledger_summary(
     *,
     workspace: Workspace,
+    viewer_id: int | None,
     session_id: str | None = None,
     top: int = 10,
     rank: HottestRank = "uses",
@@ -118,13 +132,20 @@ def ledger_summary(
     """Injection → use rates: of the ids injected into a session, how many were then used;
     and the `top` hottest ids, ranked as `ledger_hottest` ranks them."""
     with heavy_read("ledger"):
-        return _ledger_summary(workspace=workspace, session_id=session_id, top=top, rank=rank)
+        return _ledger_summary(
+            workspace=workspace, session_id=session_id, viewer_id=viewer_id, top=top, rank=rank
+        )
 
 
 def _ledger_summary(
-    *, workspace: Workspace, session_id: str | None, top: int, rank: HottestRank
+    *,
+    workspace: Workspace,
+    session_id: str | None,
+    viewer_id: int | None,
+    top: int,
+    rank: HottestRank,
 ) -> dict[str, Any]:
-    events = _ledger_events(workspace, session_id)
+    events = _ledger_events(workspace, session_id, viewer_id)
     injected = set(
         events.filter(kind=InjectionEvent.Kind.INJECTED).values_list("session_id", "memory_id")
     )

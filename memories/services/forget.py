@@ -21,6 +21,7 @@ from contexts.models import Workspace
 from contexts.tenancy.audit import Actor, audit_record, audit_scrub
 from contexts.tenancy.knobs import knob
 from memories.models import Memory
+from memories.selectors.entries import visible_to
 from memories.services.writes import _update_term_stats, _workspace_lock
 
 
@@ -172,14 +173,19 @@ def memory_purge(*, workspace: Workspace, memory: Memory, actor: Actor | None = 
         locked.delete()
 
 
-def memory_purge_expired(*, workspace: Workspace, now: datetime | None = None) -> int:
-    """Purge the tombstones older than the workspace's `forget_retention_days`."""
+def memory_purge_expired(
+    *, workspace: Workspace, now: datetime | None = None, member_id: int | None = None
+) -> int:
+    """Purge the tombstones older than the workspace's `forget_retention_days`
+    (with `member_id`: only those that member may see, as `memory_cleanup` says)."""
     now = now or timezone.now()
     days = float(knob(workspace, "forget_retention_days"))
     # Uses index: memory_forgotten_idx.
     expired = Memory.objects.filter(
         workspace=workspace, forgotten_at__lt=now - timedelta(days=days)
     ).order_by("forgotten_at")
+    if member_id is not None:
+        expired = expired.filter(visible_to(member_id))
     purged = 0
     for memory in expired:
         memory_purge(workspace=workspace, memory=memory, actor=Actor.system())

@@ -260,7 +260,11 @@ class CleanupReport:
 
 
 def memory_cleanup(
-    *, workspace: Workspace, dry_run: bool = True, now: datetime | None = None
+    *,
+    workspace: Workspace,
+    dry_run: bool = True,
+    now: datetime | None = None,
+    member_id: int | None = None,
 ) -> CleanupReport:
     """Forget entries whose retention fell below the workspace's thresholds,
     and purge the tombstones older than `forget_retention_days`.
@@ -268,9 +272,20 @@ def memory_cleanup(
     Entries that are evidence of a consolidation are kept: abstraction never
     destroys its material. A decayed entry is forgotten, not deleted, so it
     can be restored within the window like any other.
+
+    `member_id`: a member's run (REST, MCP) lists, counts and forgets only the
+    entries that member may see, so its totals never tell of another's
+    private ones; those wait for memflow's own daily run (None), which takes all.
     """
     now = now or timezone.now()
     found = selectors.memory_below_retention(workspace=workspace, now=now)
+    if member_id is not None:
+        seen = set(
+            Memory.objects.filter(
+                visible_to(member_id), workspace=workspace, pk__in=[i for i, _, _ in found]
+            ).values_list("pk", flat=True)
+        )
+        found = [row for row in found if row[0] in seen]
     protected = set(
         MemoryEvidence.objects.filter(evidence_id__in=[i for i, _, _ in found]).values_list(
             "evidence_id", flat=True
@@ -280,5 +295,5 @@ def memory_cleanup(
     if dry_run:
         return CleanupReport(dry_run=True, candidates=candidates, removed=0)
     removed = memory_tombstone_decayed(workspace=workspace, ids=[i for i, _, _ in candidates])
-    purged = memory_purge_expired(workspace=workspace, now=now)
+    purged = memory_purge_expired(workspace=workspace, now=now, member_id=member_id)
     return CleanupReport(dry_run=False, candidates=candidates, removed=removed, purged=purged)

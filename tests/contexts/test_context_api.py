@@ -342,7 +342,7 @@ def test_a_client_assembly_with_a_wrong_hash_is_refused(alice_api, project):
 def test_concurrent_first_assemblies_give_the_preload_once(acme, alice, tmp_path):
     root = write_tree(tmp_path, {".dsh/context.yaml": "preload: [m.md]\n", "m.md": "perceive this"})
     store_tree(acme, root)
-    session = services.agent_session_get_or_create(workspace=acme, external_id="race")
+    session = services.agent_session_get_or_create(workspace=acme, external_id="race", user=alice)
 
     def run(_: int) -> bool:
         try:

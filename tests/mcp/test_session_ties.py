@@ -69,7 +69,7 @@ def test_uses_through_mcp_land_in_the_hook_sessions_ledger(client, acme, hooked)
     client.ok("flymemory_get_memory", memory_id=hooked.pk, session_id=SESSION)
     client.ok("flymemory_recall", query="billing invoice retry interval", session_id=SESSION)
     assert _marks(session, hooked.pk) == {"injected", "expanded", "recalled"}
-    ledger = ledger_summary(workspace=acme, session_id=SESSION)
+    ledger = ledger_summary(workspace=acme, viewer_id=None, session_id=SESSION)
     assert ledger["used"] == 1 and ledger["use_rate"] == 1.0
 
 

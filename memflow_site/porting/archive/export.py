@@ -17,6 +17,7 @@ from contexts.models import (
     Workspace,
 )
 from contexts.tenancy.selectors import CONTEXT_SETTINGS_KEY
+from memflow_site.cli.base import write_private
 from memflow_site.porting.archive.tarball import (
     ARCHIVE_FORMAT,
     ARCHIVE_VERSION,
@@ -233,6 +234,6 @@ def workspace_export(
         ).encode("utf-8")
         data = archive_bytes(members)
         out = Path(out)
-        out.write_bytes(data)
+        write_private(out, data)
         bar.update()
     return ExportReport(path=out, bytes=len(data), counts=counts, notes=notes)

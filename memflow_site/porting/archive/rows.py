@@ -201,8 +201,13 @@ def _rows_insert(
         for row, owner in zip(batch, owners, strict=True):
             external = row.line.get("session")
             if external and external not in sessions:
-                sessions[external] = context_services.agent_session_get_or_create(
-                    workspace=workspace, external_id=str(external), user=owner
+                # Not `agent_session_get_or_create`: the archive, restored by
+                # an operator, says whose the session is (or no one's, for a
+                # user this server lacks), so no ownership check applies.
+                sessions[external], _ = AgentSession.objects.get_or_create(
+                    workspace=workspace,
+                    external_id=context_services.session_external_id_clean(str(external)),
+                    defaults={"user": owner},
                 )
         with transaction.atomic():
             # The engine's own unfolded insert (what consolidation and undo
