@@ -19,7 +19,7 @@ from contexts.secrets.finders import (
     _URL_PASSWORD,
     _assignment_finder,
     _auth_finder,
-    _jwt_valid,
+    _jwt_finder,
     _keyword_finder,
     _named_here,
     _near_long_values,
@@ -33,7 +33,6 @@ from contexts.secrets.scan import Finder, _anchor, _Group, _Scan
 _PEM_HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # A PEM block's header names it; its body runs to the matching footer.
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]+-----")
-_B64_TAIL = re.compile(r"[A-Za-z0-9\-_.+/=]*")
 
 
 @functools.cache
@@ -136,9 +135,7 @@ def _shape_groups() -> tuple[_Group, ...]:
             after=64,
         ),
         _Group(
-            finders=(
-                _rule("JSON Web Token", "jwt.JwtTokenDetector", valid=_jwt_valid, extend=_B64_TAIL),
-            ),
+            finders=(_jwt_finder,),
             anchors=(_anchor(rb"eyJ", cased=True),),
             before=0,
             after=8192,

@@ -56,6 +56,19 @@ class _Group:
 _WINDOW_CAP = 16_384
 
 
+# How far past its anchor a rule reads for one hit: a name, its sign and a
+# value (at most 512 characters, `_credible`). Each hit's rules read at most
+# this far whatever the window around it, so the work is linear in the text.
+_REACH = 640
+# A token after `Authorization:` or `Bearer` (JWTs and SAML assertions run long).
+_TOKEN_REACH = 8192
+
+
+def _near(hit: int, end: int, reach: int = _REACH) -> int:
+    """Where the rules tried at `hit` stop reading: `reach` past it, within the window."""
+    return min(end, hit + reach)
+
+
 class _Scan:
     """One text, with each anchor's hits found once and shared by the groups."""
 
