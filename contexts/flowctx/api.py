@@ -44,6 +44,9 @@ def _ref_json(ref: CompressionRef) -> dict[str, Any]:
         # Only part of the output was kept (see services.TRUNCATED_PARAM).
         "truncated": services.truncated_from(ref.content_type) is not None,
         "original_size": services.truncated_from(ref.content_type) or ref.size,
+        # The credentials cut out before it was kept (CompressionRef.masked).
+        "masked": list(ref.masked or []),
+        "byte_exact": not ref.masked and services.truncated_from(ref.content_type) is None,
     }
 
 
@@ -59,6 +62,8 @@ class CompressionRefOutput(serializers.Serializer):
     expires_at = serializers.DateTimeField(allow_null=True)
     truncated = serializers.BooleanField()
     original_size = serializers.IntegerField()
+    masked = serializers.ListField(child=serializers.CharField())
+    byte_exact = serializers.BooleanField()
 
 
 class CompressionCreateApi(WorkspaceApiView):

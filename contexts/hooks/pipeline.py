@@ -44,7 +44,7 @@ from contexts.hooks.registry import (
 )
 from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
 from contexts.runtime.side_threads import side_executor
-from contexts.secrets import find_secret, redact_json
+from contexts.secrets import find_secret, redact_json, scan_budget
 from contexts.selectors import Access, workspace_access
 from contexts.tokens import estimate_tokens
 
@@ -252,6 +252,14 @@ def loggable(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
+    """Run one hook call. Its credential scans (the prompt, the logged payload,
+    a stored tool output) share one budget, MEMFLOW_SECRETS_BUDGET_MS: a thread
+    serving hooks never waits on them longer."""
+    with scan_budget():
+        return _hook_run(event=event, payload=payload, user=user, api_key=api_key)
+
+
+def _hook_run(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
     event, payload, tool_failed = _checked_event(event, payload)
     session_id = _string(payload, "session_id", "sessionId")
     if not session_id:
