@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from contexts.secrets.budget import deadline, scan_budget, spent
+from contexts.secrets.budget import budget_ms, deadline, scan_budget, spent
 from contexts.secrets.finders import _pair_kind
 from contexts.secrets.mask import UNSCANNED, WITHHELD, Masked, mask_within, spans_within
 from contexts.secrets.scan import Span
@@ -39,6 +39,7 @@ __all__ = [
     "UNSCANNED",
     "WITHHELD",
     "Masked",
+    "budget_ms",
     "find_secret",
     "find_secret_in_json",
     "mask_json",

@@ -8,10 +8,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from contexts.secrets.scan import _TOKEN_REACH, Finder, Span, _anchor, _near, _Scan
+from contexts.secrets.shapes import basic_userinfo
 from contexts.secrets.values import (
     _NOT_A_SECRET_NAME,
     _TEMPLATE,
     _TRAILING,
+    _URL_PLACEHOLDERS,
     _credible,
     _entropy,
     _first_token,
@@ -97,7 +99,27 @@ _VENDOR_FORMATS = [
     ("Slack token", "xox", r"[bpoasr]-[A-Za-z0-9\-]{10,}"),
     ("Google API key", "AIza", r"[0-9A-Za-z_\-]{35}"),
     ("memflow API key", "mf_", r"[A-Za-z0-9_\-]{40,}"),
-]
+    # From gitleaks' rule list (its `config/gitleaks.toml`), where detect-secrets has none.
+    ("Hugging Face token", "hf_", r"[A-Za-z0-9]{34}(?![A-Za-z0-9])"),
+    ("DigitalOcean token", "do[por]_v1_", r"[a-f0-9]{64}"),
+    ("Shopify token", "shp(?:at|ss|ca|pa)_", r"[a-fA-F0-9]{32}"),
+    ("Atlassian token", "ATATT3", r"[A-Za-z0-9_\-=]{150,}"),
+    ("Vault token", "hv[sbr]\\.", r"[A-Za-z0-9_\-]{24,}"),
+    ("Doppler token", "dp\\.(?:st|ct|sa|scim|audit)\\.", r"(?:[a-z0-9_\-]{2,35}\.)?[A-Za-z0-9]{40,}"),
+    ("Databricks token", "dapi", r"[a-f0-9]{32}(?:-[0-9])?(?![A-Za-z0-9])"),
+    ("Linear key", "lin_api_", r"[A-Za-z0-9]{40}"),
+    ("Postman key", "PMAK-", r"[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("New Relic key", "NRAK-", r"[A-Z0-9]{27}"),
+    ("age secret key", "AGE-SECRET-KEY-1", r"[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ("Stripe webhook secret", "whsec_", r"[A-Za-z0-9]{32,}"),
+    ("Slack app token", "xapp-", r"[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+"),
+    ("Sentry token", "sntry[su]_", r"[A-Za-z0-9_\-=+/]{40,}"),
+    ("Grafana token", "gl(?:sa|c)_", r"[A-Za-z0-9+/_]{32,}={0,2}"),
+    ("Supabase token", "sbp_", r"[a-f0-9]{40}"),
+    ("Figma token", "figd_", r"[A-Za-z0-9_\-]{40}"),
+    ("Discord webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/",
+     r"[0-9]+/[A-Za-z0-9_\-]{60,}"),
+]  # fmt: skip
 
 
 def _vendor_finders() -> list[Finder]:
@@ -115,7 +137,8 @@ _URL_PASSWORD = re.compile(r"://[^\s:/?#@\[\]\"'<>]*:([^\s/?#@\[\]\"'<>]+)@")
 def _url_password_valid(password: str) -> bool:
     heuristic = _heuristic()
     return not (
-        heuristic.is_templated_secret(password)
+        password.lower() in _URL_PLACEHOLDERS
+        or heuristic.is_templated_secret(password)
         or password.startswith("$")
         or set(password) <= set("*x")
         or _TEMPLATE.search(password)
@@ -364,6 +387,8 @@ _SECRET_KEY_NAME = re.compile(
 
 def _pair_kind(key: str, value: str) -> str | None:
     """The kind of credential `value` is, given under `key` in a JSON object, or None."""
+    if key.lower() == "auth" and basic_userinfo(value.strip()):
+        return "registry auth"  # Docker's config.json: base64 of `user:password`
     if not _SECRET_KEY_NAME.search(key) or _NOT_A_SECRET_NAME.search(key):
         return None
     value = value.strip()

@@ -47,11 +47,11 @@ class Masked:
         return bool(self.kinds) or self.withheld > 0
 
     def summary(self) -> list[str]:
-        """What was masked, one entry per kind with its count (`2 × AWS access key id`)."""
+        """What was masked, one entry per kind with its count (`2 x AWS access key id`)."""
         counts: dict[str, int] = {}
         for kind in self.kinds:
             counts[kind] = counts.get(kind, 0) + 1
-        out = [f"{n} × {kind}" if n > 1 else kind for kind, n in counts.items()]
+        out = [f"{n} x {kind}" if n > 1 else kind for kind, n in counts.items()]
         if self.withheld:
             out.append(f"{self.withheld:,} characters not scanned in time")
         return out

@@ -29,6 +29,7 @@ from contexts.secrets.finders import (
     _vendor_finders,
 )
 from contexts.secrets.scan import Finder, _anchor, _Group, _Scan
+from contexts.secrets.shapes import shape_finders
 
 _PEM_HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # A PEM block's header names it; its body runs to the matching footer.
@@ -61,6 +62,10 @@ _VENDOR_STARTS = [
     rb"gh[pousr]_", rb"github_pat_", rb"gl[a-z]{2,7}-", rb"gr1348941", rb"pypi-", rb"sk-",
     rb"k_live_", rb"sq0csp-", rb"sg\.", rb"xox", rb"hooks\.slack\.com", rb"accountkey=",
     rb"aiza", rb"mf_",
+    # gitleaks' (finders._VENDOR_FORMATS)
+    rb"hf_", rb"do[por]_v1_", rb"shp(?:at|ss|ca|pa)_", rb"atatt3", rb"hv[sbr]\.", rb"dp\.",
+    rb"dapi", rb"lin_api_", rb"pmak-", rb"nrak-", rb"age-secret-key-1", rb"whsec_", rb"xapp-",
+    rb"sntry[su]_", rb"gl(?:sa|c)_", rb"sbp_", rb"figd_", rb"discord(?:app)?\.com/api/webhooks/",
 ]  # fmt: skip
 
 
@@ -135,6 +140,20 @@ def _shape_groups() -> tuple[_Group, ...]:
             after=64,
         ),
         _Group(
+            finders=shape_finders(),
+            anchors=(
+                _anchor(rb"sig=", accept=lambda folded, at: folded[at - 1 : at] in b"?&;"),
+                _anchor(rb"sharedaccesskey="),
+                _anchor(rb"Q~", cased=True),
+                _anchor(rb"LS0tLS1CRUdJTi", cased=True),
+                _anchor(rb'"auth"'),
+                _anchor(rb"-u", accept=lambda folded, at: folded[at - 1 : at] in b" \t-"),
+                *(_anchor(name) for name in _COMMAND_NAMES),
+            ),
+            before=8,
+            after=640,
+        ),
+        _Group(
             finders=(_jwt_finder,),
             anchors=(_anchor(rb"eyJ", cased=True),),
             before=0,
@@ -198,6 +217,10 @@ def _named_groups() -> tuple[_Group, ...]:
             accept=_named_here,
         ),
     )
+
+
+# The commands that take a password as an argument (shapes._COMMANDS).
+_COMMAND_NAMES = (rb"mysql", rb"mariadb", rb"sshpass", rb"redis-cli", rb"htpasswd")
 
 
 @functools.cache
