@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
+from contexts.flowctx import services as flowctx_services
 from contexts.models import (
     CompressionRef,
     ContextDocument,
     Declaration,
     Workspace,
 )
-from contexts.flowctx import services as flowctx_services
 from contexts.selectors import CONTEXT_SETTINGS_KEY
 from memflow_site.porting.archive.tarball import (
     ARCHIVE_FORMAT,
