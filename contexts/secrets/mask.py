@@ -166,9 +166,10 @@ def mask_within(text: str, until: float) -> Masked:
     kinds: list[str] = []
     at = 0
     for start, end, kind in sorted(spans):
-        if end <= at:
-            continue  # inside one already cut out
-        parts += [text[at : max(start, at)], f"[redacted: {kind}]"]
+        if start < at:  # overlaps one already cut out (found by two rules, or two pieces)
+            at = max(at, end)
+            continue
+        parts += [text[at:start], f"[redacted: {kind}]"]
         kinds.append(kind)
         at = end
     withheld = 0

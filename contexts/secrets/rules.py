@@ -29,7 +29,7 @@ from contexts.secrets.finders import (
     _vendor_finders,
 )
 from contexts.secrets.scan import Finder, _anchor, _Group, _Scan
-from contexts.secrets.shapes import shape_finders
+from contexts.secrets.shapes import _azure_finder, _base64_finder, _command_finder
 
 _PEM_HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # A PEM block's header names it; its body runs to the matching footer.
@@ -139,14 +139,26 @@ def _shape_groups() -> tuple[_Group, ...]:
             before=32,
             after=64,
         ),
+        # Review #33's shapes (shapes.py), each rule on its own anchors' hits.
         _Group(
-            finders=shape_finders(),
+            finders=(_azure_finder,),
             anchors=(
                 _anchor(rb"sig=", accept=lambda folded, at: folded[at - 1 : at] in b"?&;"),
                 _anchor(rb"sharedaccesskey="),
                 _anchor(rb"Q~", cased=True),
-                _anchor(rb"LS0tLS1CRUdJTi", cased=True),
-                _anchor(rb'"auth"'),
+            ),
+            before=8,
+            after=640,
+        ),
+        _Group(
+            finders=(_base64_finder,),
+            anchors=(_anchor(rb"LS0tLS1CRUdJTi", cased=True), _anchor(rb'"auth"')),
+            before=0,
+            after=640,
+        ),
+        _Group(
+            finders=(_command_finder,),
+            anchors=(
                 _anchor(rb"-u", accept=lambda folded, at: folded[at - 1 : at] in b" \t-"),
                 *(_anchor(name) for name in _COMMAND_NAMES),
             ),

@@ -14,7 +14,7 @@ import binascii
 import re
 from collections.abc import Iterator, Sequence
 
-from contexts.secrets.scan import Finder, Span, _near, _Scan
+from contexts.secrets.scan import Span, _near, _Scan
 from contexts.secrets.values import _URL_PLACEHOLDERS, _credible, _entropy
 
 # --- Azure ------------------------------------------------------------------------------------
@@ -131,7 +131,3 @@ def _command_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> I
             if _credible(value, quoted=quoted, strict=pattern is _COMMANDS[0]):
                 yield match.start("value"), match.end("value"), "password on a command line"
             break
-
-
-def shape_finders() -> tuple[Finder, Finder, Finder]:
-    return _azure_finder, _base64_finder, _command_finder
