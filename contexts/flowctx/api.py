@@ -146,13 +146,14 @@ class CompressionDetailApi(WorkspaceApiView):
     @extend_schema(
         operation_id="compression_get",
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
-        description="The original, byte for byte, as an attachment: the stored content type when it "
-        "is inert text or data (else `application/octet-stream`), the stored one in "
+        description="The original as kept, as an attachment: byte for byte unless it held "
+        "credentials, which were masked (`X-Memflow-Masked` lists them); the stored content type "
+        "when it is inert text or data (else `application/octet-stream`), the stored one in "
         "`X-Memflow-Content-Type`.",
     )
     def get(self, request: Request, slug: str, sha256: str) -> HttpResponse:
         ref = selectors.compression_get(workspace=self.workspace, sha256=sha256)
-        return original_response(ref)
+        return original_response(services.compression_masked_legacy(ref=ref))
 
     @extend_schema(
         operation_id="compression_pin", request=InputSerializer, responses=CompressionRefOutput

@@ -163,6 +163,22 @@ def original_masked(content: bytes) -> tuple[bytes, str, list[str]]:
     return masked.text.encode("utf-8"), masked.text, masked.summary()
 
 
+def compression_masked_legacy(*, ref: CompressionRef) -> CompressionRef:
+    """`ref`, with its credentials masked in place if it was kept before they were
+    (`masked` NULL). Call before serving a ref. Its hash stays the one it was
+    stored and linked under; its `masked` list says the bytes are not those."""
+    if ref.masked is not None:
+        return ref
+    content, _, masked = original_masked(bytes(ref.content))
+    ref.masked = masked
+    fields = ["masked"]
+    if masked:
+        ref.content, ref.size = content, len(content)
+        fields += ["content", "size"]
+    CompressionRef.objects.filter(pk=ref.pk).update(**{f: getattr(ref, f) for f in fields})
+    return ref
+
+
 def _ref_upsert(
     *, workspace: Workspace, sha: str, defaults: dict[str, object], expires: datetime
 ) -> CompressionRef:

@@ -9,9 +9,15 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # Rows kept before: NULL, "never scanned" (masked when next served or exported).
         migrations.AddField(
             model_name="compressionref",
             name="masked",
-            field=models.JSONField(blank=True, default=list),
+            field=models.JSONField(blank=True, null=True),
+        ),
+        migrations.AlterField(
+            model_name="compressionref",
+            name="masked",
+            field=models.JSONField(blank=True, default=list, null=True),
         ),
     ]

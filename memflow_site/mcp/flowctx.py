@@ -46,6 +46,7 @@ async def flowctx_retrieve(
             raise Invalid("Pass either `hash` or `node`.", code="retrieve_target")
         if hash.strip():
             ref = selectors.compression_get(workspace=call.workspace, sha256=hash)
+            ref = services.compression_masked_legacy(ref=ref)
             content = bytes(ref.content)
             text = content.decode("utf-8", errors="replace")
             masked = list(ref.masked or [])

@@ -12,13 +12,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from django.utils import timezone
 
 from contexts.models import AuditEvent, CompressionRef, SessionEvent
 from contexts.secrets import WITHHELD
@@ -123,6 +126,27 @@ def test_credentials_in_a_prompt_and_a_cat_env_are_nowhere_kept_or_served(
         assert secret not in projection
         assert secret not in served
         assert secret not in kept_anywhere(), f"{secret[:8]}… is kept"
+
+
+def test_an_original_kept_before_the_rule_is_masked_before_it_is_served(
+    memflow_server: Served, dana: Account
+) -> None:
+    content = env_production().encode()
+    ref = CompressionRef.objects.create(
+        workspace=dana.workspace,
+        sha256=hashlib.sha256(content).hexdigest(),
+        content=content,
+        size=len(content),
+        masked=None,  # kept before credentials were masked: never scanned
+        expires_at=timezone.now() + timedelta(days=1),
+    )
+    original = get(memflow_server, dana, f"compression/{ref.sha256}/")
+    assert original.status_code == 200
+    assert "AWS access key id" in original.headers["X-Memflow-Masked"]
+    ref.refresh_from_db()
+    for secret in SECRETS:
+        assert secret not in original.text
+        assert secret.encode() not in bytes(ref.content)
 
 
 def test_text_past_the_scan_budget_is_withheld_not_kept_unscanned(tmp_path: Path) -> None:

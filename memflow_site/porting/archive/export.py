@@ -147,8 +147,10 @@ def _compression_export(*, workspace: Workspace, members: dict[str, bytes]) -> t
             expired += 1
             continue
         # The rule of what is kept holds for what leaves too: a ref kept before
-        # credentials were masked is masked on the way out, under its new hash.
-        content, _, masked = flowctx_services.original_masked(bytes(ref.content))
+        # credentials were masked (`masked` NULL) is masked on the way out, under its new hash.
+        content, masked = bytes(ref.content), list[str]()
+        if ref.masked is None:
+            content, _, masked = flowctx_services.original_masked(content)
         sha = hashlib.sha256(content).hexdigest() if masked else ref.sha256
         lines.write(
             _json_line(
