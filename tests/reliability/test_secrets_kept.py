@@ -21,6 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from contexts.models import AuditEvent, CompressionRef, SessionEvent
@@ -122,9 +124,15 @@ def test_credentials_in_a_prompt_and_a_cat_env_are_nowhere_kept_or_served(
     assert "FEATURE_007_ENABLED=true" in served  # the rest is kept as it was
     assert "AWS access key id" in original.headers["X-Memflow-Masked"]
 
+    browser = Client()
+    browser.force_login(dana.user)
+    page = browser.get(reverse("compression-detail", args=["dana", sha])).content.decode()
+    assert "Not byte for byte: credentials were cut out" in page
+
     for secret in SECRETS:
         assert secret not in projection
         assert secret not in served
+        assert secret not in page
         assert secret not in kept_anywhere(), f"{secret[:8]}… is kept"
 
 
