@@ -312,8 +312,11 @@ def _told_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iter
     text, folded = scan.text, scan.folded
     tried: set[int] = set()
     for hit in hits:
-        if not scan.uses.get(hit, 0) & (_ASSIGNED | _TOLD_BY_VERB | _GIVEN):
-            continue
+        use = scan.uses.get(hit, 0)
+        if not use & (_TOLD_BY_VERB | _GIVEN) and not (
+            use & _ASSIGNED and scan.signs.get(hit) == b":"
+        ):
+            continue  # `name = …` is the keyword rules'; this one reads `name: …` and "name is …"
         # "api key" and "secret key" start before their anchor "key".
         starts = (hit - 3, hit - 4, hit - 7) if folded.startswith(b"key", hit) else (hit,)
         for at in starts:
@@ -441,10 +444,9 @@ def _named_here(scan: _Scan, at: int) -> bool:
     use = 0 if named is None else _ASSIGNED if named.group("sign") else _TOLD_BY_VERB
     if named is not None:
         scan.named_until = named.end()
-    if folded.find(b"=", max(0, at - 40), at) >= 0:
-        before = folded[max(0, at - 40) : at]
-        if b"==" in before or b"!=" in before:
-            use |= _COMPARED
+    low = at - 40 if at > 40 else 0
+    if folded.find(b"==", low, at) >= 0 or folded.find(b"!=", low, at) >= 0:
+        use |= _COMPARED
     if folded.startswith(b"pass", at) and _VERB_BEFORE.search(folded, max(0, at - 40), at):
         use |= _GIVEN
     if use:
