@@ -30,9 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from contexts.secrets.budget import budget_ms, deadline, scan_budget, spent
+from contexts.secrets.budget import budget_ms, current, scan_budget
 from contexts.secrets.finders import _pair_kind
 from contexts.secrets.mask import UNSCANNED, WITHHELD, Masked, mask_within, spans_within
+from contexts.secrets.rules import warm
 from contexts.secrets.scan import Span
 
 __all__ = [
@@ -61,7 +62,9 @@ def find_secret(text: str) -> str | None:
     Text the budget left unscanned counts as one (`UNSCANNED`): it is not
     known to be clean.
     """
-    found = spans_within(text, deadline(), first_only=True)
+    warm()  # the rules, built once, outside any request's budget
+    with current().spending() as until:
+        found = spans_within(text, until, first_only=True)
     if found.spans:
         return found.spans[0][2]
     return UNSCANNED if found.scanned_to < len(text) else None
@@ -102,7 +105,9 @@ def mask_secrets(text: str) -> Masked:
     id (an AWS key pair) goes with it. What the budget left unscanned is cut
     out too, and counted in `withheld`.
     """
-    return mask_within(text, deadline())
+    warm()
+    with current().spending() as until:
+        return mask_within(text, until)
 
 
 def redact_secrets(text: str) -> str:
@@ -117,14 +122,16 @@ def mask_json(value: Any) -> tuple[Any, Masked]:
     """
     kinds: list[str] = []
     withheld = [0]
-    until = deadline()
+    warm()
+    budget = current()
 
     def walk(item: Any) -> Any:
         if isinstance(item, str):
-            if spent(until) and item:
+            if budget.spent and item:
                 withheld[0] += len(item)
                 return WITHHELD
-            masked = mask_within(item, until)
+            with budget.spending() as until:
+                masked = mask_within(item, until)
             kinds.extend(masked.kinds)
             withheld[0] += masked.withheld
             return masked.text

@@ -30,6 +30,7 @@ from contexts.secrets.finders import (
 )
 from contexts.secrets.scan import Finder, _anchor, _Group, _Scan
 from contexts.secrets.shapes import _azure_finder, _base64_finder, _command_finder
+from contexts.secrets.values import _heuristic
 
 _PEM_HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # A PEM block's header names it; its body runs to the matching footer.
@@ -260,3 +261,9 @@ def _any_anchor(scan: _Scan) -> bool:
         or cased.search(scan.raw) is not None
         or any(pattern.search(scan.raw) for pattern in patterns)
     )
+
+
+def warm() -> None:
+    """Build the rules and import what they use, once: not inside a request's scan budget."""
+    _gate()
+    _heuristic()
