@@ -205,7 +205,7 @@ def masked_note(*, ref: CompressionRef, tool: str, get_back: str, why_partial: s
     return (
         f'<memflow-compression ref="{ref.sha256}" masked="true"{partial}it is stored '
         f"({ref.size:,} bytes) with each cut out as `[redacted: kind]` "
-        f"({'; '.join(ref.masked)}), so what {get_back} gives back is not byte for byte. "
+        f"({'; '.join(ref.masked or [])}), so what {get_back} gives back is not byte for byte. "
         "Run the tool again if the exact text is needed.</memflow-compression>"
     )
 
