@@ -251,6 +251,11 @@ class CompressionRef(models.Model):
     size = models.PositiveIntegerField()
     kind = models.CharField(max_length=16, blank=True)  # the projection's detected type
     projected_chars = models.PositiveIntegerField(null=True, blank=True)
+    # What was masked before it was kept (`["AWS access key id", "2 x password"]`):
+    # a credential is never stored, so an original that held one is kept with
+    # each cut out, and is then not the output byte for byte. Empty: it is.
+    # NULL: kept before this rule, never scanned (`compression_masked_legacy`).
+    masked = models.JSONField(default=list, blank=True, null=True)
     tool_name = models.CharField(max_length=200, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     session = models.ForeignKey(

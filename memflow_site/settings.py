@@ -133,6 +133,9 @@ MEMFLOW_KEY_WAIT_S = env_int("MEMFLOW_KEY_WAIT_S", 30, minimum=0)
 # the CLI's long jobs, the tests).
 WEB_STATEMENT_TIMEOUT_MS = 15_000
 MEMFLOW_STATEMENT_TIMEOUT_MS = env_int("MEMFLOW_STATEMENT_TIMEOUT_MS", 0, minimum=0)
+# How long the credential scans of one request may take (contexts/secrets/budget.py):
+# text left unscanned then is withheld, never kept or shown as it is.
+MEMFLOW_SECRETS_BUDGET_MS = env_int("MEMFLOW_SECRETS_BUDGET_MS", 1000, minimum=0)
 # A pool of open connections (psycopg_pool, through Django's own support)
 # when MEMFLOW_DB_POOL is its largest size, or `serve` for SERVE_DB_POOL:
 # `memflow serve` sets that for its web processes, where opening a connection

@@ -35,6 +35,7 @@ from contexts.dashboard.forms import (
 )
 from contexts.errors import Invalid, MemflowError
 from contexts.flowctx import selectors as flowctx_selectors
+from contexts.flowctx import services as flowctx_services
 from contexts.flowctx.originals import original_response
 from contexts.models import Membership, Workspace
 from contexts.tenancy import knobs, quotas, selectors, services
@@ -111,6 +112,7 @@ def compression_detail(request: HtmxHttpRequest, slug: str, sha256: str) -> Http
         ref = dash_selectors.compression_ref_get(workspace=workspace, sha256=sha256)
     except MemflowError:
         raise Http404("No such original.") from None
+    ref = flowctx_services.compression_masked_legacy(ref=ref)  # never shown unscanned
     if request.GET.get("download"):
         return original_response(ref)  # a download, never a page
     context = {

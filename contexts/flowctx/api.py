@@ -45,6 +45,9 @@ def _ref_json(ref: CompressionRef) -> dict[str, Any]:
         # Only part of the output was kept (see services.TRUNCATED_PARAM).
         "truncated": services.truncated_from(ref.content_type) is not None,
         "original_size": services.truncated_from(ref.content_type) or ref.size,
+        # The credentials cut out before it was kept (CompressionRef.masked).
+        "masked": list(ref.masked or []),
+        "byte_exact": not ref.masked and services.truncated_from(ref.content_type) is None,
     }
 
 
@@ -60,6 +63,8 @@ class CompressionRefOutput(serializers.Serializer):
     expires_at = serializers.DateTimeField(allow_null=True)
     truncated = serializers.BooleanField()
     original_size = serializers.IntegerField()
+    masked = serializers.ListField(child=serializers.CharField())
+    byte_exact = serializers.BooleanField()
 
 
 class CompressionCreateApi(WorkspaceApiView):
@@ -142,13 +147,14 @@ class CompressionDetailApi(WorkspaceApiView):
     @extend_schema(
         operation_id="compression_get",
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
-        description="The original, byte for byte, as an attachment: the stored content type when it "
-        "is inert text or data (else `application/octet-stream`), the stored one in "
+        description="The original as kept, as an attachment: byte for byte unless it held "
+        "credentials, which were masked (`X-Memflow-Masked` lists them); the stored content type "
+        "when it is inert text or data (else `application/octet-stream`), the stored one in "
         "`X-Memflow-Content-Type`.",
     )
     def get(self, request: Request, slug: str, sha256: str) -> HttpResponse:
         ref = selectors.compression_get(workspace=self.workspace, sha256=sha256)
-        return original_response(ref)
+        return original_response(services.compression_masked_legacy(ref=ref))
 
     @extend_schema(
         operation_id="compression_pin", request=InputSerializer, responses=CompressionRefOutput

@@ -26,7 +26,7 @@ from django.db.models import Max, Sum
 
 from contexts.flowctx import selectors, services, tasks
 from contexts.hooks import Block, HookContext, inert, register_observer, register_provider
-from contexts.models import SessionEvent, SummaryNode
+from contexts.models import CompressionRef, SessionEvent, SummaryNode
 from contexts.tenancy.knobs import knob
 from contexts.tenancy.quotas import QuotaExceeded
 from memflow_site.runtime.tokens import estimate_tokens
@@ -188,7 +188,26 @@ def projection_block(ctx: HookContext) -> Block | None:
             f"has left the context, get it back byte for byte with {get_back}, not by "
             "running the tool again.</memflow-compression>"
         )
+    if ref.masked:
+        note = masked_note(ref=ref, tool=tool, get_back=get_back, why_partial=why_not)
     return Block(name="flowctx:compression", order=300, text=note)
+
+
+def masked_note(*, ref: CompressionRef, tool: str, get_back: str, why_partial: str) -> str:
+    """What the model is told of an output kept with its credentials cut out:
+    what comes back is not what the tool printed, and what is missing."""
+    partial = (
+        f' truncated="true">Only part of the {tool} output above is stored, because '
+        f"{why_partial}, and it held credentials: "
+        if why_partial
+        else f">The {tool} output above held credentials: "
+    )
+    return (
+        f'<memflow-compression ref="{ref.sha256}" masked="true"{partial}it is stored '
+        f"({ref.size:,} bytes) with each cut out as `[redacted: kind]` "
+        f"({'; '.join(ref.masked or [])}), so what {get_back} gives back is not byte for byte. "
+        "Run the tool again if the exact text is needed.</memflow-compression>"
+    )
 
 
 # --- user-prompt: the scratchpad ----------------------------------------------------------------

@@ -67,7 +67,8 @@ def served_content_type(stored: str) -> str:
 
 
 def original_response(ref: CompressionRef) -> HttpResponse:
-    """The original byte for byte, as an attachment that cannot run as a page."""
+    """The original as kept (byte for byte unless `ref.masked`), as an attachment
+    that cannot run as a page."""
     response = HttpResponse(bytes(ref.content), content_type=served_content_type(ref.content_type))
     response["Content-Disposition"] = f'attachment; filename="{ref.sha256[:16]}.bin"'
     response["X-Content-Type-Options"] = "nosniff"
@@ -75,4 +76,7 @@ def original_response(ref: CompressionRef) -> HttpResponse:
     response["X-Memflow-Sha256"] = ref.sha256
     if is_valid_content_type(ref.content_type):
         response["X-Memflow-Content-Type"] = ref.content_type
+    if ref.masked:
+        # Not the output as it was: the credentials in it were cut out before it was kept.
+        response["X-Memflow-Masked"] = "; ".join(ref.masked)
     return response

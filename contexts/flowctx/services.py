@@ -32,7 +32,7 @@ from contexts.models import (
     SummaryNode,
     Workspace,
 )
-from contexts.secrets import find_secret
+from contexts.secrets import find_secret, mask_secrets
 from contexts.tenancy.knobs import knob
 from contexts.tenancy.quotas import quota_check
 
@@ -77,6 +77,11 @@ def compression_marker(*, workspace: Workspace, ref: CompressionRef, projection:
         if whole is None
         else f"The first {ref.size:,} of the original's {whole:,} bytes (the rest was not kept)"
     )
+    if ref.masked:
+        kept = (
+            f"{kept.replace(', byte for byte', '')}, with credentials masked "
+            f"({'; '.join(ref.masked)}), so not byte for byte"
+        )
     return (
         f"[memflow: {projection.kind} output projected, {projection.projected_chars:,} of "
         f"{projection.original_chars:,} chars shown. {kept}: "
@@ -95,12 +100,15 @@ def compression_store(
     budget_tokens: int | None = None,
     now: datetime | None = None,
     truncated_from_size: int | None = None,
+    masked_before: Sequence[str] = (),
 ) -> Compressed:
     """Keep the original under its SHA-256 (once per workspace) and project it.
 
     Storing the same content again renews its expiry and returns the same ref.
     `truncated_from_size`: `content` is only the start of an output this many
-    bytes long; the ref says so in its content type.
+    bytes long; the ref says so in its content type. A credential in `content`
+    is cut out before it is kept, and the ref lists what was (`masked`), with
+    `masked_before`: what was cut out before it reached here (an archive's).
     """
     if len(content) > MAX_COMPRESSION_BYTES:
         raise Invalid(
@@ -112,8 +120,8 @@ def compression_store(
     if truncated_from_size is not None and truncated_from_size > len(content):
         content_type = f"{content_type}; {TRUNCATED_PARAM}={truncated_from_size}"
     now = now or timezone.now()
+    content, text, masked = original_masked(content)
     sha = hashlib.sha256(content).hexdigest()
-    text = content.decode("utf-8", errors="replace")
     budget = int(budget_tokens or knob(workspace, "projection_threshold_tokens"))
     projection = project(
         text, budget_tokens=budget, tool_name=tool_name or None, exit_code=exit_code
@@ -128,6 +136,7 @@ def compression_store(
             "size": len(content),
             "kind": projection.kind if projection else "",
             "projected_chars": projection.projected_chars if projection else None,
+            "masked": [*masked_before, *masked],
             "tool_name": tool_name[:200],
             "exit_code": exit_code,
             "session": session,
@@ -139,6 +148,35 @@ def compression_store(
         return Compressed(ref=ref, projection=None, text=text)
     marker = compression_marker(workspace=workspace, ref=ref, projection=projection)
     return Compressed(ref=ref, projection=projection, text=f"{marker}\n{projection.text}")
+
+
+def original_masked(content: bytes) -> tuple[bytes, str, list[str]]:
+    """(what may be kept, as text, what was masked in it): an output that holds a
+    credential is kept with each one cut out, never as it was (see `CompressionRef.masked`).
+
+    Its hash is the kept bytes', so what comes back by hash is what the hash names.
+    """
+    text = content.decode("utf-8", errors="replace")
+    masked = mask_secrets(text)
+    if not masked.changed:
+        return content, text, []
+    return masked.text.encode("utf-8"), masked.text, masked.summary()
+
+
+def compression_masked_legacy(*, ref: CompressionRef) -> CompressionRef:
+    """`ref`, with its credentials masked in place if it was kept before they were
+    (`masked` NULL). Call before serving a ref. Its hash stays the one it was
+    stored and linked under; its `masked` list says the bytes are not those."""
+    if ref.masked is not None:
+        return ref
+    content, _, masked = original_masked(bytes(ref.content))
+    ref.masked = masked
+    fields = ["masked"]
+    if masked:
+        ref.content, ref.size = content, len(content)
+        fields += ["content", "size"]
+    CompressionRef.objects.filter(pk=ref.pk).update(**{f: getattr(ref, f) for f in fields})
+    return ref
 
 
 def _ref_upsert(

@@ -43,7 +43,7 @@ from contexts.hooks.registry import (
     starters_for,
 )
 from contexts.models import AgentSession, ApiKey, Membership, SessionEvent, Workspace
-from contexts.secrets import find_secret, redact_json
+from contexts.secrets import find_secret, redact_json, scan_budget
 from contexts.tenancy.selectors import (
     Access,
     agent_session_check_owner,
@@ -259,6 +259,14 @@ def loggable(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
+    """Run one hook call. Its credential scans (the prompt, the logged payload,
+    a stored tool output) share one budget, MEMFLOW_SECRETS_BUDGET_MS: a thread
+    serving hooks never waits on them longer."""
+    with scan_budget():
+        return _hook_run(event=event, payload=payload, user=user, api_key=api_key)
+
+
+def _hook_run(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
     event, payload, tool_failed = _checked_event(event, payload)
     session_id = _string(payload, "session_id", "sessionId")
     if not session_id:

@@ -7,11 +7,13 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from contexts.secrets.scan import Finder, Span, _anchor, _Scan
+from contexts.secrets.scan import _TOKEN_REACH, Finder, Span, _anchor, _near, _Scan
+from contexts.secrets.shapes import basic_userinfo
 from contexts.secrets.values import (
     _NOT_A_SECRET_NAME,
     _TEMPLATE,
     _TRAILING,
+    _URL_PLACEHOLDERS,
     _credible,
     _entropy,
     _first_token,
@@ -62,6 +64,29 @@ def _jwt_valid(token: str) -> bool:
     return bool(JwtTokenDetector.is_formally_valid(token))
 
 
+# detect-secrets' JWT pattern, possessive: its header and payload runs are read
+# once, where its greedy form tried every `eyJ` of a long run to the run's end.
+_JWT_HEAD = re.compile(r"eyJ[A-Za-z0-9\-_=]*+")
+_JWT_REST = re.compile(r"\.[A-Za-z0-9\-_=]++\.?[A-Za-z0-9\-_.+/=]*+")
+
+
+def _jwt_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+    """JSON Web Tokens, each run of token characters read once: an `eyJ` inside
+    a run already read (`eyJeyJeyJ…`) starts nothing new."""
+    text = scan.text
+    read_until = start
+    for hit in hits:
+        head = _JWT_HEAD.match(text, hit, end) if hit >= read_until else None
+        if head is None:
+            continue
+        read_until = head.end()
+        if head.end() - hit < 4 or (rest := _JWT_REST.match(text, head.end(), end)) is None:
+            continue
+        read_until = rest.end()
+        if _jwt_valid(text[hit : rest.end()]):
+            yield hit, rest.end(), "JSON Web Token"
+
+
 # Fixed-prefix vendor formats detect-secrets has not, or only in a narrower
 # shape: (kind, how it starts, what follows).
 _VENDOR_FORMATS = [
@@ -74,7 +99,27 @@ _VENDOR_FORMATS = [
     ("Slack token", "xox", r"[bpoasr]-[A-Za-z0-9\-]{10,}"),
     ("Google API key", "AIza", r"[0-9A-Za-z_\-]{35}"),
     ("memflow API key", "mf_", r"[A-Za-z0-9_\-]{40,}"),
-]
+    # From gitleaks' rule list (its `config/gitleaks.toml`), where detect-secrets has none.
+    ("Hugging Face token", "hf_", r"[A-Za-z0-9]{34}(?![A-Za-z0-9])"),
+    ("DigitalOcean token", "do[por]_v1_", r"[a-f0-9]{64}"),
+    ("Shopify token", "shp(?:at|ss|ca|pa)_", r"[a-fA-F0-9]{32}"),
+    ("Atlassian token", "ATATT3", r"[A-Za-z0-9_\-=]{150,}"),
+    ("Vault token", "hv[sbr]\\.", r"[A-Za-z0-9_\-]{24,}"),
+    ("Doppler token", "dp\\.(?:st|ct|sa|scim|audit)\\.", r"(?:[a-z0-9_\-]{2,35}\.)?[A-Za-z0-9]{40,}"),
+    ("Databricks token", "dapi", r"[a-f0-9]{32}(?:-[0-9])?(?![A-Za-z0-9])"),
+    ("Linear key", "lin_api_", r"[A-Za-z0-9]{40}"),
+    ("Postman key", "PMAK-", r"[a-f0-9]{24}-[a-f0-9]{34}"),
+    ("New Relic key", "NRAK-", r"[A-Z0-9]{27}"),
+    ("age secret key", "AGE-SECRET-KEY-1", r"[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    ("Stripe webhook secret", "whsec_", r"[A-Za-z0-9]{32,}"),
+    ("Slack app token", "xapp-", r"[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+"),
+    ("Sentry token", "sntry[su]_", r"[A-Za-z0-9_\-=+/]{40,}"),
+    ("Grafana token", "gl(?:sa|c)_", r"[A-Za-z0-9+/_]{32,}={0,2}"),
+    ("Supabase token", "sbp_", r"[a-f0-9]{40}"),
+    ("Figma token", "figd_", r"[A-Za-z0-9_\-]{40}"),
+    ("Discord webhook", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/",
+     r"[0-9]+/[A-Za-z0-9_\-]{60,}"),
+]  # fmt: skip
 
 
 def _vendor_finders() -> list[Finder]:
@@ -92,7 +137,8 @@ _URL_PASSWORD = re.compile(r"://[^\s:/?#@\[\]\"'<>]*:([^\s/?#@\[\]\"'<>]+)@")
 def _url_password_valid(password: str) -> bool:
     heuristic = _heuristic()
     return not (
-        heuristic.is_templated_secret(password)
+        password.lower() in _URL_PLACEHOLDERS
+        or heuristic.is_templated_secret(password)
         or password.startswith("$")
         or set(password) <= set("*x")
         or _TEMPLATE.search(password)
@@ -129,14 +175,16 @@ def _keyword_finder() -> Finder:
     def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
         text, folded = scan.text, scan.folded
         tried: set[int] = set()
+        read_until = start  # the end of the last value read: a name inside it is part of it
         for hit in hits:
             use = scan.uses.get(hit, 0)
-            if not use & (_ASSIGNED | _COMPARED):
+            if hit < read_until or not use & (_ASSIGNED | _COMPARED):
                 continue
             if folded.startswith(b"key", hit) and not (
                 _key_named(folded, hit) or folded.startswith((b"key_pass", b"keypass"), hit)
             ):
                 continue  # `key` alone is no keyword; `api_key`, `db_key`, `key_pass` are
+            stop = _near(hit, end)
             found = name.search(folded, max(start, hit - 9), min(end, hit + 12))
             if found is None or found.start() in tried:
                 continue
@@ -147,24 +195,25 @@ def _keyword_finder() -> Finder:
                 candidates = itertools.chain(candidates, [(preceded, 2)])
             for pattern, group in candidates:
                 if pattern is preceded:
-                    match = pattern.search(text, max(start, at - 140), end)
+                    match = pattern.search(text, max(start, at - 140), stop)
                 else:
-                    match = pattern.match(text, at, end)
+                    match = pattern.match(text, at, stop)
                 if match is None:
                     continue
                 s, e = match.span(group)
                 quoted = s > 0 and text[s - 1] in "\"'`"
                 value = text[s:e].rstrip() if quoted else _first_token(text[s:e])
                 e = s + len(value)
-                identifier = _name_at(text, at, end)
+                read_until = max(read_until, e)
+                identifier = _name_at(text, at, stop)
                 if _NOT_A_SECRET_NAME.search(identifier):
                     continue
                 if not _credible(value, quoted=quoted, strict=pattern is colon):
                     continue
                 if not quoted and _prose_after(text, e, end, value):
                     continue
-                line_end = text.find("\n", match.start(), end)
-                rest = text[match.start() : end if line_end < 0 else line_end]
+                line_end = text.find("\n", match.start(), stop)
+                rest = text[match.start() : stop if line_end < 0 else line_end]
                 if heuristic.is_indirect_reference(rest):
                     continue
                 yield s, e, _password_or(identifier, "credential assignment")
@@ -225,7 +274,7 @@ def _auth_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iter
     text = scan.text
     for hit in hits:
         for pattern in (_AUTH_HEADER, _BEARER):
-            match = pattern.match(text, hit, end)
+            match = pattern.match(text, hit, _near(hit, end, _TOKEN_REACH))
             if match is None:
                 continue
             s, e = match.span(1)
@@ -263,20 +312,24 @@ def _told_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iter
     text, folded = scan.text, scan.folded
     tried: set[int] = set()
     for hit in hits:
-        if not scan.uses.get(hit, 0) & (_ASSIGNED | _TOLD_BY_VERB | _GIVEN):
-            continue
+        use = scan.uses.get(hit, 0)
+        if not use & (_TOLD_BY_VERB | _GIVEN) and not (
+            use & _ASSIGNED and scan.signs.get(hit) == b":"
+        ):
+            continue  # `name = …` is the keyword rules'; this one reads `name: …` and "name is …"
         # "api key" and "secret key" start before their anchor "key".
         starts = (hit - 3, hit - 4, hit - 7) if folded.startswith(b"key", hit) else (hit,)
         for at in starts:
             if at < start or at in tried or (at > 0 and folded[at - 1 : at].isalnum()):
                 continue
-            match = _TOLD.match(folded, at, end)
+            stop = _near(at, end)
+            match = _TOLD.match(folded, at, stop)
             if (
                 match is None
                 and folded.startswith(b"pass", at)
                 and _VERB_BEFORE.search(folded, max(start, at - 40), at)
             ):
-                match = _TOLD_AFTER_VERB.match(folded, at, end)
+                match = _TOLD_AFTER_VERB.match(folded, at, stop)
             if match is None:
                 continue
             tried.add(at)
@@ -298,26 +351,30 @@ _RANDOM_VALUE = re.compile(r"[A-Za-z0-9+/=_\-.]{16,}+")
 def _assignment_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
     text, folded = scan.text, scan.folded
     tried: set[int] = set()
+    read_until = start  # the end of the last value read: a hit inside it adds nothing
     for hit in hits:
-        if not scan.uses.get(hit, 0) & _ASSIGNED:
+        if hit < read_until or not scan.uses.get(hit, 0) & _ASSIGNED:
             continue
         if folded.startswith(b"key", hit) and not folded.endswith(_ACCESS_OR_API, 0, hit):
             continue  # only `api_key` and `access_key` among the `…key` names
         if folded.startswith(b"pwd", hit):
             continue
-        match = _ASSIGNMENT.match(text, hit, end)
+        stop = _near(hit, end)
+        match = _ASSIGNMENT.match(text, hit, stop)
         if match is None or match.end() in tried:
             continue
         tried.add(match.end())
-        value = _RANDOM_VALUE.match(text, match.end(), end)
+        value = _RANDOM_VALUE.match(text, match.end(), stop)
         if value is None:
             continue
+        read_until = value.end()
         found = value.group()
-        has_mix = any(c.isdigit() for c in found) and any(c.isalpha() for c in found)
+        has_mix = _DIGIT.search(found) is not None and _LETTER.search(found) is not None
         if has_mix and _entropy(found) >= 3.5 and not _WORDS.fullmatch(found):
             yield value.start(), value.end(), "credential assignment"
 
 
+_DIGIT, _LETTER = re.compile(r"[0-9]"), re.compile(r"[A-Za-z]")
 # Lower-case words joined by `-`, `_` or `.` (`krb5-auth-dialog`): a name, not a key.
 _WORDS = re.compile(r"(?:[a-z]+[0-9]*|[0-9]+)(?:[-_.](?:[a-z]+[0-9]*|[0-9]+))+")
 _ACCESS_OR_API = (b"api", b"api_", b"api-", b"access", b"access_", b"access-")
@@ -333,6 +390,8 @@ _SECRET_KEY_NAME = re.compile(
 
 def _pair_kind(key: str, value: str) -> str | None:
     """The kind of credential `value` is, given under `key` in a JSON object, or None."""
+    if key.lower() == "auth" and basic_userinfo(value.strip()):
+        return "registry auth"  # Docker's config.json: base64 of `user:password`
     if not _SECRET_KEY_NAME.search(key) or _NOT_A_SECRET_NAME.search(key):
         return None
     value = value.strip()
@@ -385,10 +444,9 @@ def _named_here(scan: _Scan, at: int) -> bool:
     use = 0 if named is None else _ASSIGNED if named.group("sign") else _TOLD_BY_VERB
     if named is not None:
         scan.named_until = named.end()
-    if folded.find(b"=", max(0, at - 40), at) >= 0:
-        before = folded[max(0, at - 40) : at]
-        if b"==" in before or b"!=" in before:
-            use |= _COMPARED
+    low = at - 40 if at > 40 else 0
+    if folded.find(b"==", low, at) >= 0 or folded.find(b"!=", low, at) >= 0:
+        use |= _COMPARED
     if folded.startswith(b"pass", at) and _VERB_BEFORE.search(folded, max(0, at - 40), at):
         use |= _GIVEN
     if use:

@@ -19,7 +19,7 @@ from contexts.secrets.finders import (
     _URL_PASSWORD,
     _assignment_finder,
     _auth_finder,
-    _jwt_valid,
+    _jwt_finder,
     _keyword_finder,
     _named_here,
     _near_long_values,
@@ -29,11 +29,12 @@ from contexts.secrets.finders import (
     _vendor_finders,
 )
 from contexts.secrets.scan import Finder, _anchor, _Group, _Scan
+from contexts.secrets.shapes import _azure_finder, _base64_finder, _command_finder
+from contexts.secrets.values import _heuristic
 
 _PEM_HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # A PEM block's header names it; its body runs to the matching footer.
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]+-----")
-_B64_TAIL = re.compile(r"[A-Za-z0-9\-_.+/=]*")
 
 
 @functools.cache
@@ -62,6 +63,10 @@ _VENDOR_STARTS = [
     rb"gh[pousr]_", rb"github_pat_", rb"gl[a-z]{2,7}-", rb"gr1348941", rb"pypi-", rb"sk-",
     rb"k_live_", rb"sq0csp-", rb"sg\.", rb"xox", rb"hooks\.slack\.com", rb"accountkey=",
     rb"aiza", rb"mf_",
+    # gitleaks' (finders._VENDOR_FORMATS)
+    rb"hf_", rb"do[por]_v1_", rb"shp(?:at|ss|ca|pa)_", rb"atatt3", rb"hv[sbr]\.", rb"dp\.",
+    rb"dapi", rb"lin_api_", rb"pmak-", rb"nrak-", rb"age-secret-key-1", rb"whsec_", rb"xapp-",
+    rb"sntry[su]_", rb"gl(?:sa|c)_", rb"sbp_", rb"figd_", rb"discord(?:app)?\.com/api/webhooks/",
 ]  # fmt: skip
 
 
@@ -135,10 +140,34 @@ def _shape_groups() -> tuple[_Group, ...]:
             before=32,
             after=64,
         ),
+        # Review #33's shapes (shapes.py), each rule on its own anchors' hits.
         _Group(
-            finders=(
-                _rule("JSON Web Token", "jwt.JwtTokenDetector", valid=_jwt_valid, extend=_B64_TAIL),
+            finders=(_azure_finder,),
+            anchors=(
+                _anchor(rb"sig=", accept=lambda folded, at: folded[at - 1 : at] in b"?&;"),
+                _anchor(rb"sharedaccesskey="),
+                _anchor(rb"Q~", cased=True),
             ),
+            before=8,
+            after=640,
+        ),
+        _Group(
+            finders=(_base64_finder,),
+            anchors=(_anchor(rb"LS0tLS1CRUdJTi", cased=True), _anchor(rb'"auth"')),
+            before=0,
+            after=640,
+        ),
+        _Group(
+            finders=(_command_finder,),
+            anchors=(
+                _anchor(rb"-u", accept=lambda folded, at: folded[at - 1 : at] in b" \t-"),
+                *(_anchor(name) for name in _COMMAND_NAMES),
+            ),
+            before=8,
+            after=640,
+        ),
+        _Group(
+            finders=(_jwt_finder,),
             anchors=(_anchor(rb"eyJ", cased=True),),
             before=0,
             after=8192,
@@ -203,6 +232,10 @@ def _named_groups() -> tuple[_Group, ...]:
     )
 
 
+# The commands that take a password as an argument (shapes._COMMANDS).
+_COMMAND_NAMES = (rb"mysql", rb"mariadb", rb"sshpass", rb"redis-cli", rb"htpasswd")
+
+
 @functools.cache
 def _gate() -> tuple[re.Pattern[bytes], re.Pattern[bytes], tuple[re.Pattern[bytes], ...]]:
     """Every anchor's literal, lower-cased and as it is, each set as one pattern of
@@ -228,3 +261,9 @@ def _any_anchor(scan: _Scan) -> bool:
         or cased.search(scan.raw) is not None
         or any(pattern.search(scan.raw) for pattern in patterns)
     )
+
+
+def warm() -> None:
+    """Build the rules and import what they use, once: not inside a request's scan budget."""
+    _gate()
+    _heuristic()

@@ -56,6 +56,19 @@ class _Group:
 _WINDOW_CAP = 16_384
 
 
+# How far past its anchor a rule reads for one hit: a name, its sign and a
+# value (at most 512 characters, `_credible`). Each hit's rules read at most
+# this far whatever the window around it, so the work is linear in the text.
+_REACH = 640
+# A token after `Authorization:` or `Bearer` (JWTs and SAML assertions run long).
+_TOKEN_REACH = 8192
+
+
+def _near(hit: int, end: int, reach: int = _REACH) -> int:
+    """Where the rules tried at `hit` stop reading: `reach` past it, within the window."""
+    return min(end, hit + reach)
+
+
 class _Scan:
     """One text, with each anchor's hits found once and shared by the groups."""
 
@@ -95,21 +108,41 @@ class _Scan:
             hits = [at for at in hits if group.accept(self, at)]
         if not hits:
             return
-        text = self.text
-        current: tuple[int, int, list[int]] | None = None
+        text, size = self.text, len(self.text)
+        before, after = group.before, group.after
+        start, end, inside = 0, -1, list[int]()
         for at in hits:
-            start = max(0, at - group.before)
-            newline = text.rfind("\n", start, at)
-            start = newline + 1 if newline >= 0 else start
-            end = min(len(text), at + group.after)
-            newline = text.find("\n", at, end)
-            end = newline if newline >= 0 else end
-            if current is not None:
-                if start <= current[1] and end - current[0] <= _WINDOW_CAP:
-                    current = (current[0], max(current[1], end), current[2])
-                    current[2].append(at)
-                    continue
-                yield current
-            current = (start, end, [at])
-        if current is not None:
-            yield current
+            if at < end:
+                # In the current window, so on its line: only its end can move.
+                # From the old end: a newline there stops it at once.
+                reach = min(size, at + after)
+                if reach > end:
+                    newline = text.find("\n", end, reach)
+                    reach = newline if newline >= 0 else reach
+                    if reach - start > _WINDOW_CAP:
+                        yield start, end, inside
+                        start, end, inside = self._window(at, before, after)
+                        continue
+                    end = reach
+                inside.append(at)
+                continue
+            low, high, _ = self._window(at, before, after)
+            if inside and low <= end and high - start <= _WINDOW_CAP:
+                end = max(end, high)
+                inside.append(at)
+                continue
+            if inside:
+                yield start, end, inside
+            start, end, inside = low, high, [at]
+        if inside:
+            yield start, end, inside
+
+    def _window(self, at: int, before: int, after: int) -> tuple[int, int, list[int]]:
+        """The window of one hit: `before` and `after` it, within its line."""
+        text = self.text
+        start = max(0, at - before)
+        newline = text.rfind("\n", start, at)
+        start = newline + 1 if newline >= 0 else start
+        end = min(len(text), at + after)
+        newline = text.find("\n", at, end)
+        return start, newline if newline >= 0 else end, [at]

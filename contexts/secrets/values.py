@@ -17,6 +17,12 @@ _PLACEHOLDERS = frozenset([
     "apikey", "credential", "credentials", "your_password", "yourpassword", "mypassword", "foo",
     "bar", "baz", "qux", "xxx", "xxxx", "xxxxx", "changeit", "stdin", "prompt", "ask", "env",
 ])  # fmt: skip
+# What documentation writes where a password goes, in a URL or a command (`postgres://user:password@host`,
+# README.md's own `DATABASE_URL` example): the word itself, not a password.
+_URL_PLACEHOLDERS = frozenset([
+    "password", "passwd", "pwd", "your_password", "yourpassword", "your-password",
+    "mypassword", "my_password", "secret", "your_secret", "db_password", "dbpassword",
+])  # fmt: skip
 # Names ending like these hold something about a credential, not one.
 _NOT_A_SECRET_NAME = re.compile(
     r"(?i)(?:^|[_\-.])(?:name|names|id|ids|path|paths|file|files|dir|type|types|len|length|size|"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 
 from contexts.models import ApiKey, AuditEvent, Workspace
+from contexts.secrets import redact_json, redact_secrets
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -63,7 +64,11 @@ def audit_record(
     after: str = "",
     detail: dict[str, Any] | None = None,
 ) -> AuditEvent:
-    """Write one audit row. Call inside the transaction that makes the change."""
+    """Write one audit row. Call inside the transaction that makes the change.
+
+    Its texts pass the rule for whatever memflow keeps: a credential in them is
+    masked (`contexts.secrets`), since the audit log is shown and exported.
+    """
     actor = actor or Actor.system()
     return AuditEvent.objects.create(
         workspace=workspace,
@@ -72,9 +77,9 @@ def audit_record(
         origin=actor.origin,
         action=action,
         target=target[:120],
-        before=before,
-        after=after,
-        detail=detail or {},
+        before=redact_secrets(before) if before else before,
+        after=redact_secrets(after) if after else after,
+        detail=redact_json(detail) if detail else {},
     )
 
 

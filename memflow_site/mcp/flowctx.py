@@ -38,7 +38,7 @@ async def flowctx_retrieve(
     ctx: Context, hash: str = "", node: str = "", session_id: str = ""
 ) -> CallToolResult:
     """The original behind a marker: `hash` (a compression marker's, or 12+ hex of
-    it) gives the output verbatim; `node` (a handoff note's id) that note.
+    it) gives the output as stored (verbatim unless credentials were masked in it); `node` (a handoff note's id) that note.
     """
 
     def body(call: Call) -> Answer:
@@ -46,14 +46,24 @@ async def flowctx_retrieve(
             raise Invalid("Pass either `hash` or `node`.", code="retrieve_target")
         if hash.strip():
             ref = selectors.compression_get(workspace=call.workspace, sha256=hash)
+            ref = services.compression_masked_legacy(ref=ref)
             content = bytes(ref.content)
             text = content.decode("utf-8", errors="replace")
+            masked = list(ref.masked or [])
+            shown = text
+            if masked:  # the model must not take it for what the tool printed
+                shown = (
+                    f"[memflow: stored with credentials masked ({'; '.join(masked)}); "
+                    f"not byte for byte]\n{text}"
+                )
             return Answer(
-                text,
+                shown,
                 {
                     "sha256": ref.sha256,
                     "size": ref.size,
                     "content_type": ref.content_type,
+                    "masked": masked,
+                    "byte_exact": not masked,
                     "text": text,
                 },
             )

@@ -10,7 +10,14 @@ refuses ordinary text, and what a megabyte of text costs it.
   when that folder is absent), and generated test logs (pytest, jest, npm,
   pip, go, cargo, docker, CI);
 - cost: `find_secret` and `redact_secrets` over each corpus joined into one
-  text, in ms per MB (the best of three runs).
+  text, in ms per MB (the best of three runs);
+- the wider labelled set of `tests/reliability/data/secret_shapes_wider.py`
+  (review #33's missed formats, more vendors, key pairs) and its look-alikes,
+  which must pass: caught and refused counts;
+- adversarial cost: `redact_secrets` over a megabyte of each near-matching
+  text review #33 named (repeated `password=`, PEM headers, `eyJ` prefixes,
+  `KEY=value` lines, …), in ms per MB with no budget, and the worst of them
+  against ordinary prose (the curl commits, else the test logs).
 """
 
 from __future__ import annotations
@@ -28,19 +35,20 @@ from contexts import secrets
 
 REPO = Path(__file__).resolve().parents[2]
 SHAPES = REPO / "tests" / "reliability" / "data" / "secret_shapes.py"
+WIDER = REPO / "tests" / "reliability" / "data" / "secret_shapes_wider.py"
 # CI has a read-only copy of the shared folder beside the clone.
 COMMITS_IN = Path("data") / "commits-curl" / "corpus.jsonl"
 COMMITS = REPO.parent / "shared" / COMMITS_IN
 
 
-def shapes_module() -> ModuleType:
+def shapes_module(path: Path = SHAPES) -> ModuleType:
     """The generator of shapes and logs, read from the source tree (tests are not installed)."""
-    if not SHAPES.exists():
-        raise FileNotFoundError(f"{SHAPES} is missing: the bench runs from a source checkout")
-    name = "memflow_secret_shapes"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: the bench runs from a source checkout")
+    name = f"memflow_{path.stem}"
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SHAPES)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -125,11 +133,90 @@ def bench_secrets(data_dir: Path, *, fetch: bool = True) -> dict[str, Any]:
         "curl_commits": commit_messages(),
         "test_logs": shapes_module().ordinary_logs(),
     }
-    result: dict[str, Any] = {"bench": "secrets", **catch_rate(), "corpora": {}}
+    result: dict[str, Any] = {
+        "bench": "secrets",
+        **catch_rate(),
+        "wider_set": wider_set(),
+        "corpora": {},
+    }
     for name, texts in corpora.items():
         if texts is None:
             where = COMMITS if name == "curl_commits" else data_dir
             result["corpora"][name] = {"skipped": f"not found under {where}"}
             continue
         result["corpora"][name] = {**false_positives(texts), **cost(texts)}
+    prose = corpora["curl_commits"] or corpora["test_logs"] or []
+    result["adversarial"] = adversarial_cost(prose)
     return result
+
+
+def wider_set() -> dict[str, Any]:
+    """Review #33's wider labelled set: credentials caught, look-alikes refused."""
+    module = shapes_module(WIDER)
+    shapes = module.wider_shapes()
+    missed = [shape for shape in shapes if not secrets.find_secret(shape.text)]
+    looks = module.look_alikes()
+    refused = [(text, kind) for text in looks if (kind := secrets.find_secret(text))]
+    return {
+        "shapes": len(shapes),
+        "formats": len({shape.kind for shape in shapes}),
+        "caught": len(shapes) - len(missed),
+        "missed_formats": sorted({shape.kind for shape in missed}),
+        "look_alikes": len(looks),
+        "false_positives": len(refused),
+        "refused": [f"{kind}: {text[:80]!r}" for text, kind in refused],
+    }
+
+
+def adversarial_texts(size: int = 1_000_000) -> dict[str, str]:
+    """A megabyte of each near-matching text: review #33's, and one per newer rule's anchor."""
+    import random
+
+    rng = random.Random(33)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    lines = [
+        f"KEY_{i}={''.join(rng.choice(alphabet) for _ in range(24))}" for i in range(size // 30)
+    ]
+    units = {
+        "password=": "password=",
+        "token=": "token=",
+        "pem_headers": "-----BEGIN RSA PRIVATE KEY-----\n",
+        "pem_headers_one_line": "-----BEGIN RSA PRIVATE KEY-----",
+        "eyJ_run": "eyJ",
+        "eyJ_dot": "eyJhbGciOi.",
+        "url_userinfo": "://a:b@",
+        "authorization": "Authorization: Bearer ",
+        "curl_u": " -u a:b",
+        "mysql_p": "mysql -p",
+        "docker_auth": '"auth": "',
+        "azure_sig": "&sig=",
+        "aws_ids": "AKIAIOSFODNN7EXAMPLE ",
+    }
+    texts = {name: unit * (size // len(unit)) for name, unit in units.items()}
+    texts["key_value_lines"] = "\n".join(lines)
+    return texts
+
+
+def _ms_per_mb(text: str) -> float:
+    megabytes = len(text.encode()) / 1e6
+    started = time.process_time()
+    with secrets.scan_budget(ms=10**9):  # measured whole: no budget cuts it short
+        secrets.redact_secrets(text)
+    return round((time.process_time() - started) * 1000 / megabytes, 1)
+
+
+def adversarial_cost(prose: list[str]) -> dict[str, Any]:
+    """ms per MB of `redact_secrets` on each adversarial text, and the worst against prose."""
+    secrets.find_secret("warm up: the rules are built on first use")
+    costs = {name: _ms_per_mb(text) for name, text in adversarial_texts().items()}
+    whole = "\n\n".join(prose)
+    baseline = min(_ms_per_mb(whole) for _ in range(3)) if whole else None
+    worst = max(costs, key=lambda name: costs[name])
+    return {
+        "ms_per_mb": costs,
+        "worst": worst,
+        "worst_ms_per_mb": costs[worst],
+        "prose_ms_per_mb": baseline,
+        "worst_over_prose": round(costs[worst] / baseline, 2) if baseline else None,
+        "budget_ms_per_request": secrets.budget_ms(),
+    }

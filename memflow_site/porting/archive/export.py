@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from collections import defaultdict
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
+from contexts.flowctx import services as flowctx_services
 from contexts.models import (
     CompressionRef,
     ContextDocument,
@@ -145,19 +147,26 @@ def _compression_export(*, workspace: Workspace, members: dict[str, bytes]) -> t
         if not ref.pinned and ref.expires_at is not None and ref.expires_at <= now:
             expired += 1
             continue
+        # The rule of what is kept holds for what leaves too: a ref kept before
+        # credentials were masked (`masked` NULL) is masked on the way out, under its new hash.
+        content, masked = bytes(ref.content), list[str]()
+        if ref.masked is None:
+            content, _, masked = flowctx_services.original_masked(content)
+        sha = hashlib.sha256(content).hexdigest() if masked else ref.sha256
         lines.write(
             _json_line(
                 {
-                    "sha256": ref.sha256,
-                    "size": ref.size,
+                    "sha256": sha,
+                    "size": len(content),
                     "content_type": ref.content_type,
                     "tool_name": ref.tool_name,
                     "exit_code": ref.exit_code,
                     "pinned": ref.pinned,
+                    "masked": [*(ref.masked or []), *masked],
                 }
             )
         )
-        members[f"compression/{ref.sha256}"] = bytes(ref.content)
+        members[f"compression/{sha}"] = content
         exported += 1
     members["compression.jsonl"] = lines.getvalue().encode("utf-8")
     return exported, expired

@@ -223,6 +223,9 @@ def _compression_import(
                 exit_code=exit_code
                 if isinstance(exit_code := line.get("exit_code"), int)
                 else None,
+                masked_before=[str(m)[:200] for m in masked]
+                if isinstance(masked := line.get("masked"), list)
+                else (),
             )
         except MemflowError as exc:
             report.skip(label, exc.detail)
