@@ -32,7 +32,9 @@ Action = Callable[[HtmxHttpRequest, Workspace, Memory, Actor], HttpResponse | No
 View = Callable[[HtmxHttpRequest, str, int], HttpResponse]
 
 
-def memory_action(*, access: Access = Access.WRITE, on_forgotten: bool = False):  # type: ignore[no-untyped-def]
+def memory_action(
+    *, access: Access = Access.WRITE, on_forgotten: bool = False
+) -> Callable[[Action], View]:
     """The view of one action: `on_forgotten` actions are the ones a tombstone takes."""
 
     def decorate(action: Action) -> View:

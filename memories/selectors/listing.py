@@ -194,7 +194,9 @@ def _trash_page(
 def _authored(rows: list[Row]) -> list[Row]:
     """The rows with their creators' names, read in one query for the page."""
     ids = {r.memory.user_id for r in rows if r.memory.user_id}
-    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    names: dict[int | None, str] = dict(
+        get_user_model().objects.filter(pk__in=ids).values_list("pk", "username")
+    )
     return [replace(r, author=names.get(r.memory.user_id, "")) for r in rows]
 
 
