@@ -33,7 +33,12 @@ class MemorySearchForm(forms.Form):
     state_key = forms.CharField(required=False, max_length=200, label="State key")
     status = forms.ChoiceField(
         required=False,
-        choices=[("current", "current"), ("superseded", "superseded"), ("all", "all")],
+        choices=[
+            ("current", "current"),
+            ("superseded", "superseded"),
+            ("all", "all"),
+            ("forgotten", "forgotten"),  # the trash: restorable until the cleanup purges them
+        ],
     )
     # `refilter`: a change re-runs the list (see memory_list.html).
     within = forms.ChoiceField(

@@ -144,7 +144,9 @@ def memory_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "listing": listing,
         "search_limit": list_selectors.SEARCH_LIMIT,
         "status": status,
-        "statuses": [(v, listing.status_counts.get(v)) for v in ("current", "superseded", "all")],
+        "statuses": [
+            (v, listing.status_counts.get(v)) for v in ("current", "superseded", "all", "forgotten")
+        ],
         "filtered": any(data.get(k) for k in _FILTERS),
         "state_keys": memory_dash.state_key_names(workspace=workspace),
         "consolidate_form": consolidate,
@@ -309,88 +311,6 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
         "purge_due": selectors.memory_purge_due(memory=memory),
     }
     return render(request, "memories/memory_detail.html", context)
-
-
-@login_required
-def memory_action(request: HtmxHttpRequest, slug: str, memory_id: int, action: str) -> HttpResponse:
-    workspace, _ = workspace_for_page(
-        request, slug, Access.ADMIN if action == "purge" else Access.WRITE
-    )
-    if request.method != "POST":  # checked after access, so outsiders see 404, not 405
-        return HttpResponseNotAllowed(["POST"])
-    try:
-        memory = selectors.memory_get(
-            workspace=workspace, memory_id=memory_id, forgotten=True, viewer_id=request.user.pk
-        )
-    except MemflowError:
-        raise Http404("No such memory.") from None
-    user = request_user(request)
-    actor = Actor.for_request(request, origin=Origin.DASHBOARD)
-    try:
-        if memory.forgotten_at is not None and action not in ("restore", "purge"):
-            raise services.Conflict(
-                "This memory is forgotten: restore it first.", code="memory_forgotten"
-            )
-        if action == "edit":
-            form = MemoryEditForm(request.POST)
-            if not form.is_valid():
-                raise services.Invalid("The text is required.", code="invalid")
-            services.memory_update(
-                workspace=workspace,
-                memory=memory,
-                text=form.cleaned_data["text"],
-                compartment=form.cleaned_data["compartment"],
-                actor=actor,
-            )
-            messages.success(request, "Saved; the memory was re-embedded.")
-        elif action == "supersede":
-            replacement = SupersedeForm(request.POST)
-            if not replacement.is_valid():
-                raise services.Invalid("Say what replaces it.", code="invalid")
-            successor = services.memory_supersede(
-                workspace=workspace,
-                memory=memory,
-                text=replacement.cleaned_data["text"],
-                user=user,
-                actor=actor,
-            )
-            messages.success(request, f"Superseded by #{successor.pk}.")
-            return redirect("memory-detail", slug=workspace.slug, memory_id=successor.pk)
-        elif action == "pin":
-            services.memory_pin(memory=memory, pinned=not memory.pinned)
-            messages.success(
-                request, "Pinned: cleanup never removes it." if not memory.pinned else "Unpinned."
-            )
-        elif action == "private":
-            services.memory_set_private(
-                workspace=workspace, memory=memory, private=not memory.private, actor=actor
-            )
-            messages.success(
-                request,
-                "Private: only you see it." if memory.private else "Shared with the workspace.",
-            )
-        elif action == "forget":
-            reason = ForgetForm(request.POST)
-            reason.is_valid()
-            services.memory_forget(
-                workspace=workspace,
-                memory=memory,
-                actor=actor,
-                reason=reason.cleaned_data.get("reason", ""),
-            )
-            messages.success(request, f"Memory #{memory_id} forgotten; it can be restored below.")
-        elif action == "restore":
-            services.memory_restore(workspace=workspace, memory=memory, actor=actor)
-            messages.success(request, f"Memory #{memory_id} restored.")
-        elif action == "purge":
-            services.memory_purge(workspace=workspace, memory=memory, actor=actor)
-            messages.success(request, f"Memory #{memory_id} purged: its text is gone for good.")
-            return redirect("memory-list", slug=workspace.slug)
-        else:
-            raise Http404("No such action.")
-    except MemflowError as exc:
-        messages.error(request, exc.detail)
-    return redirect("memory-detail", slug=workspace.slug, memory_id=memory_id)
 
 
 @login_required

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
 
@@ -18,7 +19,14 @@ from contexts.tenancy.knobs import knob
 from memories.decay import retention
 from memories.models import Memory
 from memories.rendering import age_label
-from memories.selectors import Hit, MemoryFilters, RecallResult, memory_list, memory_recall
+from memories.selectors import (
+    Hit,
+    MemoryFilters,
+    RecallResult,
+    memory_forgotten_list,
+    memory_list,
+    memory_recall,
+)
 from memories.selectors.dashboard import hits_sorted, memory_browse
 
 PAGE_SIZE = 50
@@ -65,6 +73,8 @@ class Row:
     retention: float
     age: str
     updated_age: str
+    forgotten_age: str = ""  # in the trash: how long ago it was forgotten
+    author: str = ""  # who created it (its user), "" for the server's own
 
     @classmethod
     def of(cls, memory: Memory, score: float | None, kept: float, now: datetime) -> Row:
@@ -74,6 +84,7 @@ class Row:
             retention=kept,
             age=age_label(memory.created_at, now),
             updated_age=age_label(memory.updated_at, now),
+            forgotten_age=age_label(memory.forgotten_at, now) if memory.forgotten_at else "",
         )
 
 
@@ -102,7 +113,10 @@ def memory_list_page(
     page_number: int,
     now: datetime,
 ) -> ListPage:
-    """One page of the list: real search hits when there is a query, else the browsed list."""
+    """One page of the list: the trash, real search hits when there is a query, else
+    the browsed list."""
+    if status == "forgotten":
+        return _trash_page(workspace, filters, query, page_number, now)
     if query:
         return _search_page(workspace, filters, query, status, sort, page_number, now)
     qs = memory_browse(workspace=workspace, filters=filters, sort=sort, now=now)
@@ -110,7 +124,7 @@ def memory_list_page(
         qs = qs.filter(valid_to__isnull=False)
     page = Paginator(qs, PAGE_SIZE).get_page(page_number)
     tau = float(knob(workspace, "decay_tau_days"))
-    rows = [Row.of(m, None, _retention(m, now, tau), now) for m in page.object_list]
+    rows = _authored([Row.of(m, None, _retention(m, now, tau), now) for m in page.object_list])
     return ListPage(
         rows=rows,
         page=page,
@@ -149,10 +163,44 @@ def _search_page(
     )
     hits = hits_sorted([h for h in hits if h.memory.pk in kept], sort)
     page = Paginator(hits, PAGE_SIZE).get_page(page_number)
-    rows = [Row.of(h.memory, h.score, h.retention, now) for h in page.object_list]
+    rows = _authored([Row.of(h.memory, h.score, h.retention, now) for h in page.object_list])
     return ListPage(
         rows=rows, page=page, facets=memory_facets(workspace=workspace, filters=filters, within=ids)
     )
+
+
+def _trash_page(
+    workspace: Workspace, filters: MemoryFilters, query: str, page_number: int, now: datetime
+) -> ListPage:
+    """The forgotten memories the viewer may see, most recently forgotten first.
+
+    Recall never reads tombstones, so a query here matches its words as written
+    (each of them, in any case), as `substring` does; facets are not offered.
+    """
+    qs = memory_forgotten_list(workspace=workspace, viewer_id=filters.viewer_id)
+    for word in [*query.split()[:WORDS_IN_TRASH_QUERY], filters.contains or ""]:
+        if word:
+            qs = qs.filter(text__icontains=word)
+    page = Paginator(qs.select_related("forgotten_by"), PAGE_SIZE).get_page(page_number)
+    rows = _authored([Row.of(m, None, 0.0, now) for m in page.object_list])
+    return ListPage(
+        rows=rows,
+        page=page,
+        facets={},
+        status_counts=status_counts(workspace=workspace, filters=filters),
+    )
+
+
+def _authored(rows: list[Row]) -> list[Row]:
+    """The rows with their creators' names, read in one query for the page."""
+    ids = {r.memory.user_id for r in rows if r.memory.user_id}
+    names: dict[int | None, str] = dict(
+        get_user_model().objects.filter(pk__in=ids).values_list("pk", "username")
+    )
+    return [replace(r, author=names.get(r.memory.user_id, "")) for r in rows]
+
+
+WORDS_IN_TRASH_QUERY = 8  # each word is a scan of the tombstones' text
 
 
 def _retention(memory: Memory, now: datetime, tau: float) -> float:
@@ -193,7 +241,8 @@ def memory_facets(
 
 
 def status_counts(*, workspace: Workspace, filters: MemoryFilters) -> dict[str, int]:
-    """How many current and superseded memories the other filters leave (one query)."""
+    """How many current and superseded memories the other filters leave (one query),
+    and how many forgotten ones the viewer may see (the trash's own index)."""
     counts = (
         memory_list(workspace=workspace, filters=replace(filters, include_superseded=True))
         .order_by()
@@ -206,4 +255,7 @@ def status_counts(*, workspace: Workspace, filters: MemoryFilters) -> dict[str, 
         "current": counts["current"],
         "superseded": counts["superseded"],
         "all": counts["current"] + counts["superseded"],
+        "forgotten": memory_forgotten_list(
+            workspace=workspace, viewer_id=filters.viewer_id
+        ).count(),
     }

@@ -223,3 +223,50 @@ def test_a_bad_value_is_dropped_and_the_other_filters_still_apply(acme, bob, as_
     remember(acme, "Lunch is at noon on Fridays")
     html = as_user(bob).get("/w/acme/memories/?compartment=ops&within=5&page=0").content.decode()
     assert ids_in_order(html) == [ops.pk]
+
+
+def test_the_trash_lists_forgotten_memories_and_restores_them(acme, alice, bob, as_user):
+    kept = remember(acme, "The linter is ruff")
+    gone = remember(acme, "The queue is RabbitMQ")
+    services.memory_forget(workspace=acme, memory=gone, reason="we moved to NATS")
+    secret = services.memory_remember(
+        workspace=acme, item=RememberInput(text="alice's own note", private=True), user=alice
+    ).memory
+    services.memory_forget(workspace=acme, memory=secret)
+    client = as_user(bob)
+    assert ids_in_order(client.get("/w/acme/memories/").content.decode()) == [kept.pk]
+    trash = client.get("/w/acme/memories/?status=forgotten").content.decode()
+    # Not the current list under another name; alice's private tombstone is hers alone.
+    assert ids_in_order(trash) == [gone.pk]
+    assert "forgotten " in trash and "Restore" in trash and "forgotten (1)" in trash
+    assert ids_in_order(client.get("/w/acme/memories/?status=forgotten&q=queue").content.decode())
+    assert "the trash is empty" not in trash
+    client.post(f"/w/acme/memories/{gone.pk}/restore/")
+    assert set(ids_in_order(client.get("/w/acme/memories/").content.decode())) == {
+        kept.pk,
+        gone.pk,
+    }
+    assert "the trash is empty" in client.get("/w/acme/memories/?status=forgotten").content.decode()
+
+
+def test_the_list_and_the_page_say_who_created_a_memory(acme, alice, bob, as_user):
+    mine = services.memory_remember(
+        workspace=acme, item=RememberInput(text="The deploy key rotates monthly"), user=alice
+    ).memory
+    client = as_user(bob)
+    assert "by alice" in client.get("/w/acme/memories/").content.decode()
+    assert "Created by</dt><dd>alice" in client.get(f"/w/acme/memories/{mine.pk}/").content.decode()
+
+
+def test_pinning_says_pinned_and_unpinning_says_unpinned(acme, bob, as_user):
+    memory = remember(acme, "The CI runs on two cores")
+    client = as_user(bob)
+    pinned = client.post(f"/w/acme/memories/{memory.pk}/pin/", follow=True).content.decode()
+    assert "Pinned: cleanup never removes it." in pinned
+    unpinned = client.post(f"/w/acme/memories/{memory.pk}/pin/", follow=True).content.decode()
+    assert "Unpinned." in unpinned
+
+
+def test_an_unknown_action_is_not_found(acme, bob, as_user):
+    memory = remember(acme, "The CI runs on two cores")
+    assert as_user(bob).post(f"/w/acme/memories/{memory.pk}/explode/").status_code == 404

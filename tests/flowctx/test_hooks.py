@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from contexts.models import CompressionRef
 from tests.flowctx.samples import FAILING_TEST_IDS, failing_pytest_run
@@ -74,3 +75,12 @@ def test_projection_is_deterministic_for_a_stable_prompt_prefix(hook):
     second = hook("post-tool-use", session_id="cc-10", **bash(output))
     assert first["tool_result"]["text"] == second["tool_result"]["text"]
     assert first["additionalContext"] == second["additionalContext"]
+
+
+def test_the_originals_page_says_how_many_chars_the_model_was_shown(hook, bob):
+    output = failing_pytest_run()
+    projected = hook("post-tool-use", **bash(output))["tool_result"]
+    browser = Client()
+    browser.force_login(bob)
+    page = browser.get(f"/w/acme/compression/{projected['sha256']}/").content.decode()
+    assert f"{projected['projected_chars']} chars of {len(output)}" in page

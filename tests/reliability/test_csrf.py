@@ -98,7 +98,7 @@ def test_every_dashboard_post_without_the_token_is_refused(world, alice):
         if route.name == "logout":
             browser, token = owner_client(alice)
     print(f"{len(refused)} routes refuse a tokenless POST; {len(accepting)} take a POST")
-    for name in ("apikey-revoke", "workspace-create", "memory-action", "core-action", "login"):
+    for name in ("apikey-revoke", "workspace-create", "memory-edit", "core-action", "login"):
         assert any(r.name == name for r in page_routes() if r.pattern in accepting), name
 
 
