@@ -152,7 +152,7 @@ def test_retention_column_and_headers_that_sort_keeping_the_filters(acme, bob, a
     for sort, label in [
         ("oldest", "Created"),
         ("updated", "Updated"),
-        ("accessed", "Uses"),
+        ("accessed", "Accessed"),
         ("retention", "Retention"),
     ]:
         assert f'href="?compartment=ops&amp;within=7&amp;sort={sort}"' in header, sort
