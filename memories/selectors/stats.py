@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from django.db import connection
 from django.db.models import Avg, Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
@@ -107,6 +108,31 @@ def _ledger_events(
     return events
 
 
+def _pair_counts(events: QuerySet[InjectionEvent]) -> dict[str, int]:
+    """Of the (session, memory) pairs injected, how many were then used, in all and
+    by each kind of use: counted in the database in one statement, whatever the
+    ledger's size (it was every pair loaded into Python, five queries a page).
+
+    Raw SQL over the ORM's own query of the marks: COUNT ... FILTER over a
+    grouped subquery, which the ORM cannot say (an aggregate over aggregates).
+    """
+    marks, params = (
+        events.order_by().values("session_id", "memory_id", "kind").query.sql_with_params()
+    )
+    flags = ", ".join(f"bool_or(kind = %s) AS {kind}" for kind in ("injected", *_USE_KINDS))
+    any_use = " OR ".join(_USE_KINDS)
+    counts = ", ".join(f"COUNT(*) FILTER (WHERE injected AND {kind})" for kind in _USE_KINDS)
+    sql = (
+        f"SELECT COUNT(*) FILTER (WHERE injected), "
+        f"COUNT(*) FILTER (WHERE injected AND ({any_use})), {counts} "
+        f"FROM (SELECT {flags} FROM ({marks}) AS marks GROUP BY session_id, memory_id) AS pairs"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*("injected", *_USE_KINDS), *params])
+        row = cursor.fetchone()
+    return dict(zip(("injected", "used", *_USE_KINDS), (int(v) for v in row), strict=True))
+
+
 def _hottest(events: QuerySet[InjectionEvent], *, limit: int, rank: HottestRank) -> list[MostUsed]:
     # Uses index: injection_workspace_idx.
     rows = events.values("memory_id").annotate(
@@ -137,6 +163,19 @@ def ledger_summary(
         )
 
 
+# The kinds of mark that say an injected entry was used, by their values
+# (plain strings: they name the aggregate columns too).
+_USE_KINDS: tuple[str, ...] = tuple(
+    kind.value
+    for kind in (
+        InjectionEvent.Kind.EXPANDED,
+        InjectionEvent.Kind.RECALLED,
+        InjectionEvent.Kind.SUPERSEDED,
+        InjectionEvent.Kind.CITED,
+    )
+)
+
+
 def _ledger_summary(
     *,
     workspace: Workspace,
@@ -146,25 +185,15 @@ def _ledger_summary(
     rank: HottestRank,
 ) -> dict[str, Any]:
     events = _ledger_events(workspace, session_id, viewer_id)
-    injected = set(
-        events.filter(kind=InjectionEvent.Kind.INJECTED).values_list("session_id", "memory_id")
-    )
-    uses: dict[str, set[tuple[int, int]]] = {}
-    for kind in (
-        InjectionEvent.Kind.EXPANDED,
-        InjectionEvent.Kind.RECALLED,
-        InjectionEvent.Kind.SUPERSEDED,
-        InjectionEvent.Kind.CITED,
-    ):
-        uses[kind] = set(events.filter(kind=kind).values_list("session_id", "memory_id")) & injected
-    used_any = set().union(*uses.values()) if uses else set()
-    n = len(injected)
+    counts = _pair_counts(events)
+    n = counts["injected"]
+    uses = {kind: counts[kind] for kind in _USE_KINDS}
     return {
         "injected": n,
-        "used": len(used_any),
-        "use_rate": round(len(used_any) / n, 4) if n else 0.0,
-        "by_kind": {kind: len(pairs) for kind, pairs in uses.items()},
-        "rates": {kind: (round(len(pairs) / n, 4) if n else 0.0) for kind, pairs in uses.items()},
+        "used": counts["used"],
+        "use_rate": round(counts["used"] / n, 4) if n else 0.0,
+        "by_kind": uses,
+        "rates": {kind: (round(used / n, 4) if n else 0.0) for kind, used in uses.items()},
         "hottest": [
             {"memory_id": h.memory_id, "events": h.events, "uses": h.uses}
             for h in _hottest(events, limit=top, rank=rank)
