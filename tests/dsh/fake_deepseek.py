@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class Logged:
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = field(default_factory=time.monotonic)  # when it arrived, to order events
 
     @property
     def is_main(self) -> bool:
