@@ -62,5 +62,5 @@ def test_one_slow_answer_does_not_cost_the_next_session_its_memory(
         later = h.run("Second session", [Text("OK.")])
 
     assert later.returncode == 0, later.stderr
-    first_of_later = [r for r in h.model.main_requests() if "Second session" in r.text()][0]
+    first_of_later = next(r for r in h.model.main_requests() if "Second session" in r.text())
     assert "Prefers squash merges" in first_of_later.system
