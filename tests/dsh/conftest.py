@@ -130,9 +130,12 @@ class Dsh:
         return self.home / ".dsh" / "profiles" / "headless"
 
     def env(self) -> dict[str, str]:
-        # dsh (and pnpm) from the install, memflow from this checkout's venv.
+        # dsh (and pnpm) from the install, memflow from this checkout's venv (and
+        # this checkout, where PYTHONPATH names it: the bundle it adds is its own).
         path = f"{self.dsh.parent}:{Path(MEMFLOW).parent}:/usr/bin:/bin"
+        checkout = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
         return {
+            **checkout,
             "PATH": path,
             "HOME": str(self.home),
             "LANG": "C.UTF-8",

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.utils import timezone
+
+from memories.models import Memory
 from tests.dsh.conftest import Account, Dsh, DshMaker, memflow_env
 from tests.dsh.fake_deepseek import Text, ToolCall
 from tests.memflow_site.helpers import Served
@@ -20,6 +25,14 @@ def declared(h: Dsh) -> None:
     (h.project / "memory" / "status.md").write_text("Status: the 2.0 branch is frozen.\n")
 
 
+def remembered_last_month(account: Account, text: str) -> None:
+    """A memory older than the restore pack's window: only recall can bring it."""
+    account.api.post("memories/", json={"text": text}).raise_for_status()
+    Memory.objects.filter(workspace=account.workspace, text=text).update(
+        created_at=timezone.now() - timedelta(days=30)
+    )
+
+
 def installed(live: Served, account: Account, dsh: DshMaker) -> Dsh:
     h = dsh(memflow_env(live.url, account.key, account.workspace.slug))
     declared(h)
@@ -33,10 +46,9 @@ def test_the_first_request_carries_identity_protocol_core_and_recall(
     account.api.post(
         "core/user/", json={"action": "add", "content": "Prefers squash merges"}
     ).raise_for_status()
-    account.api.post(
-        "memories/",
-        json={"text": "The Heron staging database runs on db-staging-7.internal, port 6543."},
-    ).raise_for_status()
+    remembered_last_month(
+        account, "The Heron staging database runs on db-staging-7.internal, port 6543."
+    )
     h = installed(live, account, dsh)
 
     # The model answers at once, without a tool call: one request is all there is.
@@ -49,7 +61,7 @@ def test_the_first_request_carries_identity_protocol_core_and_recall(
     assert "Prefers squash merges" in first.system
     users = first.user_texts()
     # The preload is the session's first message, once; the prompt follows.
-    assert users[0].startswith("Status: the 2.0 branch is frozen."), users
+    assert "=== memory/status.md ===\nStatus: the 2.0 branch is frozen." in users[0], users
     assert sum("the 2.0 branch is frozen" in u for u in users) == 1, users
     assert PROMPT in users
     # The recall for the typed prompt is in the request the prompt produced.
@@ -78,10 +90,7 @@ def test_each_turns_recall_is_in_its_own_first_request(
     live: Served, account: Account, dsh: DshMaker
 ) -> None:
     """A tool-calling turn: the recall is not held back to the step after the call."""
-    account.api.post(
-        "memories/",
-        json={"text": "Heron's release branch is cut from main every second Tuesday."},
-    ).raise_for_status()
+    remembered_last_month(account, "Heron's release branch is cut from main every second Tuesday.")
     h = installed(live, account, dsh)
 
     run = h.run(
