@@ -6,6 +6,11 @@ superseded fold simply resumes from what is stored.
 
 - Leaves (depth 0) cover consecutive whole user turns totalling at least
   `leaf_tokens` (estimated), never the last `keep_turns` turns.
+- A forced fold (a compaction is imminent) with nothing to fold by that rule
+  folds the turns still uncovered when they hold at least `leaf_steps` tool
+  steps or a leaf's tokens — a headless run or a long tool loop is one long
+  turn, and the compaction removes its history all the same; a leaf over a
+  turn that has grown since it was written is folded again.
 - When `fanout` active nodes of one depth exist (and that depth is below
   `max_depth`), the oldest `fanout` condense into one node a level up.
 """
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 class Turn:
     number: int
     tokens: float
+    steps: int = 0  # tool calls in the turn
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,7 @@ class Node:
     depth: int
     start: int
     end: int
+    tokens: float = 0.0  # the history it folded, as estimated when it was written
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class FoldSettings:
     keep_turns: int = 2
     fanout: int = 6
     max_depth: int = 1
+    leaf_steps: int = 5
 
 
 @dataclass(frozen=True)
@@ -79,4 +87,28 @@ def plan_next(
             return Step(depth=0, start=foldable[0].number, end=turn.number, children=False)
     if force and foldable:
         return Step(depth=0, start=foldable[0].number, end=foldable[-1].number, children=False)
+    if force:
+        return _long_turns(turns, active, covered, settings)
     return None
+
+
+def _long_turns(
+    turns: Sequence[Turn], active: Sequence[Node], covered: int, settings: FoldSettings
+) -> Step | None:
+    """The kept turns, folded after all when they are long (see the module's docstring)."""
+    ordered = sorted(turns, key=lambda t: t.number)
+    pending = [t for t in ordered if t.number > covered]
+    start = pending[0].number if pending else None
+    last_leaf = max((n for n in active if n.depth == 0), key=lambda n: n.end, default=None)
+    if not pending and last_leaf is not None and last_leaf.end == ordered[-1].number:
+        # Nothing new, unless the leaf's own turns grew after it was written.
+        span = [t for t in ordered if last_leaf.start <= t.number]
+        if int(sum(t.tokens for t in span)) > last_leaf.tokens:
+            pending, start = span, last_leaf.start
+    if not pending or start is None:
+        return None
+    steps = sum(t.steps for t in pending)
+    tokens = sum(t.tokens for t in pending)
+    if steps < settings.leaf_steps and tokens < settings.leaf_tokens:
+        return None
+    return Step(depth=0, start=start, end=pending[-1].number, children=False)

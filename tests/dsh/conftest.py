@@ -161,7 +161,7 @@ class Dsh:
 
     def run(self, prompt: str, script: list[Turn], *, patch: Path | None = None) -> Run:
         """`dsh --profile headless prompt`, the fake model answering from `script`."""
-        self.model.script = list(script)
+        self.model.play(script)
         command = [str(self.dsh), "--profile", "headless"]
         if patch is not None:
             command += ["--patch", str(patch)]

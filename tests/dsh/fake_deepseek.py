@@ -7,10 +7,11 @@ chunks: content and tool-call deltas, a finish chunk, a usage chunk,
 request is logged (path, headers, parsed body) so a test can assert on what
 the model was sent: the system message, the user messages, the tools.
 
-As tests/harness/fake_model.py: the reply to a main-loop request is
-`script[n]`, n the number of assistant messages the request already
-carries, so a retried request gets the same reply; side requests (dsh's
-session-title call, which carries no tools) never consume a step.
+The reply to the n-th main-loop request is `script[n]` (a count, not the
+conversation's length as in tests/harness/fake_model.py: a compaction
+replaces the history, so its length goes back). Side requests — dsh's
+session title (no tools) and its compaction summary — get a plain text
+answer and never consume a step.
 """
 
 from __future__ import annotations
@@ -107,9 +108,20 @@ def strings(value: Any) -> Iterator[str]:
             yield from strings(item)
 
 
+# How dsh's compaction asks for its summary (dsh-compaction-basic), as the last user message.
+COMPACTION_PROMPT = "You are now acting as a compaction engine"
+
+
 def is_main_request(body: Any) -> bool:
-    """dsh's agent loop sends its tools; a side call (a session title) sends none."""
-    return isinstance(body, dict) and bool(body.get("tools"))
+    """dsh's agent loop sends its tools; a title call sends none, a compaction says so."""
+    if not isinstance(body, dict) or not body.get("tools"):
+        return False
+    users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+    return not (users and COMPACTION_PROMPT in content_text(users[-1].get("content")))
+
+
+def is_compaction(body: Any) -> bool:
+    return isinstance(body, dict) and bool(body.get("tools")) and not is_main_request(body)
 
 
 @dataclass
@@ -119,6 +131,10 @@ class FakeDeepSeek:
     url: str = ""
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _steps: int = 0
+    # Called, with the number of main-loop replies given so far, before a
+    # compaction summary is answered (a real model takes seconds there).
+    on_compaction: Callable[[int], None] | None = None
 
     def main_requests(self) -> list[Logged]:
         with self._lock:
@@ -128,10 +144,28 @@ class FakeDeepSeek:
         with self._lock:
             return list(self.log)
 
+    def play(self, script: list[Turn]) -> None:
+        """Answer the next main-loop requests from `script`, from its start."""
+        with self._lock:
+            self.script = list(script)
+            self._steps = 0
+
+    def compactions(self) -> list[Logged]:
+        with self._lock:
+            return [r for r in self.log if is_compaction(r.body)]
+
     def reply_for(self, body: dict[str, Any]) -> Text | ToolCall:
+        if is_compaction(body):
+            if self.on_compaction is not None:
+                with self._lock:
+                    steps = self._steps
+                self.on_compaction(steps)
+            return Text("## Goal\nThe task the user gave.\n## Progress\nSteps done so far.")
         if not is_main_request(body):
             return Text("A session")
-        step = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+        with self._lock:
+            step = self._steps
+            self._steps += 1
         turn = self.script[step] if step < len(self.script) else Text("Done.")
         return turn.decide(body) if isinstance(turn, Reply) else turn
 
