@@ -34,15 +34,31 @@
  * Nothing is written to stdout, which belongs to the harness's protocols.
  */
 
+import { format } from 'node:util'
 import { Bundle } from './lib/bundle.js'
 import { resolveOptions } from './lib/client.js'
 
 export const name = 'memflow'
 export const inject = ['systemPrompt', 'tools']
 
+/**
+ * Where the person sees what the bundle says (each thing once): dsh's logger
+ * (the web and terminal apps show it); a headless run keeps its logger to
+ * itself and prints its own errors on stderr, so there the line goes to
+ * stderr too. Never stdout, which carries the run's answer.
+ */
+function userLog(ctx) {
+  const logger = typeof ctx.logger?.warn === 'function' ? ctx.logger : undefined
+  return {
+    warn(...args) {
+      logger?.warn(...args)
+      if (logger === undefined || ctx.get?.('headlessStartup') !== undefined) process.stderr.write(`${format(...args)}\n`)
+    },
+  }
+}
+
 export function apply(ctx, config = {}) {
-  // Diagnostics go to the harness's logger, never stdout (console.warn is stderr).
-  const log = typeof ctx.logger?.warn === 'function' ? ctx.logger : { warn: console.warn }
+  const log = userLog(ctx)
   const bundle = new Bundle(resolveOptions(config), log)
   bundle.registerPrompt(ctx.systemPrompt)
   ctx.on('agent/session-start', ({ agent, source }) => { bundle.stateFor(agent, source ?? 'startup') })

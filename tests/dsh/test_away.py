@@ -24,6 +24,9 @@ def test_a_server_that_refuses_connections_costs_nothing(dsh: DshMaker) -> None:
 
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "Hello."
+    # Said once, where a headless run shows it (stdout is the answer's).
+    said = [line for line in run.stderr.splitlines() if line.startswith("memflow:")]
+    assert len(said) == 1 and "cannot be reached (ECONNREFUSED)" in said[0], run.stderr
     print(f"refused server: the run took {run.seconds:.2f} s")
 
 
@@ -43,6 +46,7 @@ def test_a_hung_server_does_not_hold_the_session_start(dsh: DshMaker) -> None:
         assert all(r.closed is None or r.closed > asked for r in mcp), mcp
         hooks = [r for r in hung.requests() if r.path.startswith("/api/v1/hooks/")]
         assert hooks, hung.requests()
+        assert "did not answer session-start within 1000 ms" in run.stderr, run.stderr
         print(f"hung server: the run took {run.seconds:.2f} s")
 
 
@@ -57,6 +61,7 @@ def test_one_slow_answer_does_not_cost_the_next_session_its_memory(
         h.install_bundle()
         slow = h.run("First session, while memflow is slow", [Text("OK.")])
         assert slow.returncode == 0, slow.stderr
+        assert "did not answer session-start" in slow.stderr, slow.stderr
 
         # Another session on the same machine, memflow answering again.
         later = h.run("Second session", [Text("OK.")])

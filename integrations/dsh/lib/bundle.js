@@ -32,7 +32,7 @@ export class Bundle {
     this.options = options
     this.log = log
     this.client = new MemflowClient(options, log)
-    this.mcp = new McpTools(options, log)
+    this.mcp = new McpTools(options, log, this.client)
     this.tools = undefined
     /** @type {Map<string, SessionState>} */
     this.sessions = new Map()

@@ -38,10 +38,12 @@ export class McpTools {
   /**
    * @param {ReturnType<import('./client.js').resolveOptions>} options
    * @param {{ warn(...args: unknown[]): void }} log
+   * @param {import('./client.js').MemflowClient} client its hook client, which says "unreachable" once
    */
-  constructor(options, log) {
+  constructor(options, log, client) {
     this.options = options
     this.log = log
+    this.client = client
     this.ids = 0
     /** @type {{ name: string, description: string, parameters: object }[] | undefined} */
     this.schemas = undefined
@@ -101,7 +103,11 @@ export class McpTools {
       .catch((error) => {
         if (this.closed.signal.aborted) return
         this.nextTry = Date.now() + this.options.skipMs
-        const why = unreachableCode(error) ?? (error?.name === 'TimeoutError' ? `no list within ${LIST_TIMEOUT_MS / 1000} s` : String(error?.message ?? error))
+        if (unreachableCode(error) !== undefined) {
+          this.client.failed(error, 'tools/list', false) // said once, with the hooks
+          return
+        }
+        const why = error?.name === 'TimeoutError' ? `no list within ${LIST_TIMEOUT_MS / 1000} s` : String(error?.message ?? error)
         this.log.warn('memflow: its MCP tools are not registered yet (%s); asked again at a later session start', why)
       })
       .finally(() => { this.listing = undefined })
