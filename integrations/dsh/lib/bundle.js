@@ -11,6 +11,7 @@
  * awaited inside the assembly waterfall, one hook budget at most.
  */
 
+import { appendFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { MemflowClient } from './client.js'
 import { resolveDeclaration, sectionText } from './declaration.js'
@@ -49,6 +50,20 @@ export class Bundle {
     this.log.warn('memflow: %s', text)
   }
 
+  /** `promise`, its span from now recorded under `point` when timings are asked for. */
+  timed(point, promise) {
+    const path = this.options.timingsPath
+    if (!path) return promise
+    const started = performance.now()
+    const record = () => {
+      try {
+        appendFileSync(path, `${JSON.stringify({ point, ms: Math.round((performance.now() - started) * 10) / 10 })}\n`)
+      } catch { /* measuring never breaks a step */ }
+    }
+    promise.then(record, record)
+    return promise
+  }
+
   track(promise) {
     this.inflight.add(promise)
     promise.finally(() => this.inflight.delete(promise))
@@ -66,7 +81,7 @@ export class Bundle {
     if (state === undefined) {
       state = new SessionState(agent)
       this.sessions.set(agent.id, state)
-      state.started = this.startSession(state, source)
+      state.started = this.timed('agent/session-start', this.startSession(state, source))
       // A list that failed before is asked for again, in the background.
       if (this.tools !== undefined) void this.mcp.ensure(this.tools)
     }
@@ -300,11 +315,11 @@ export class Bundle {
     const state = this.sessions.get(session.id ?? session.header?.id)
     if (state === undefined) return
     if (event.type === 'turn/end') {
-      this.track(this.client.hook('stop', {
+      this.track(this.timed('session/event turn/end', this.client.hook('stop', {
         ...this.basePayload(state),
         turn: event.data?.turn,
         reason: event.data?.reason?.kind,
-      }))
+      })))
     } else if (event.type === 'compaction/start') {
       // memflow folds what is left of the history into a handoff note.
       state.compacting = this.track(this.client.hook('pre-compact', { ...this.basePayload(state), trigger: 'auto' }))

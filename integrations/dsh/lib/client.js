@@ -48,6 +48,8 @@ export function resolveOptions(config = {}, env = process.env) {
     sectionOrderBase: Number.isFinite(config.sectionOrderBase) ? config.sectionOrderBase : 10,
     maxSections: Number.isInteger(config.maxSections) && config.maxSections > 0 ? config.maxSections : 16,
     contextOrder: Number.isFinite(config.contextOrder) ? config.contextOrder : 500,
+    // A file to append each extension point's span to (JSON lines), for measuring.
+    timingsPath: String(config.timingsPath || env.MEMFLOW_DSH_TIMINGS || ''),
   }
 }
 
