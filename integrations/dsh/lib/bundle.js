@@ -221,6 +221,8 @@ export class Bundle {
       prompt: claimed.map(entry => entry.text).join('\n\n'),
       source: { kind: claimed[0].kind },
     })
+    // No answer (memflow down or slow): the last turn's blocks stand, as
+    // FlyMemory's plugin reuses its last working context when the server is down.
     if (answer !== undefined) {
       this.reportNotes(answer)
       state.turnBlocks = (answer.blocks ?? [])

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { format } from 'node:util'
@@ -246,6 +247,29 @@ test('an unreachable server is said once and left alone', async () => {
   }
   const said = harness.warnings.map(args => format(...args))
   assert.equal(said.filter(line => /cannot be reached \(ECONNREFUSED\)/.test(line)).length, 1, said.join('\n'))
+})
+
+test("when memflow goes down mid-session, a turn reuses the last turn's context (FlyMemory)", async () => {
+  const sockets = new Set()
+  const server = createHttpServer((request, response) => {
+    const blocks = request.url.endsWith('/session-start')
+      ? [{ name: 'memflow:session', order: 41, text: '<memflow-session id="s">the session</memflow-session>' }]
+      : [{ name: 'memflow:recall', order: 210, text: '<memflow-recall>Heron ships on Tuesdays.</memflow-recall>' }]
+    request.resume()
+    request.on('end', () => response.end(JSON.stringify({ blocks })))
+  })
+  server.on('connection', socket => sockets.add(socket))
+  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+  const harness = loaded({ url: `http://127.0.0.1:${server.address().port}`, apiKey: 'k', workspace: 'w', declarations: false, mcp: false })
+  const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+  harness.startSession(agent)
+  const first = await harness.step(agent, ['When does Heron ship?'])
+  assert.match(first.context, /Heron ships on Tuesdays\./)
+  await new Promise(resolve => { server.close(resolve); for (const socket of sockets) socket.destroy() })
+
+  const second = await harness.step(agent, ['And the docs?'], { turn: 2 })
+  assert.match(second.context, /Heron ships on Tuesdays\./, 'the last summary stands while the server is down')
+  assert.match(second.context, /the session/)
 })
 
 test("memflow's MCP tools are registered when listed, and call the server", needsServer, async () => {
