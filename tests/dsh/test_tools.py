@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
+from pathlib import Path
 
 from memories.models import CoreMemory, Memory
 from tests.dsh.conftest import Account, DshMaker, memflow_env
-from tests.dsh.fake_deepseek import Text, ToolCall
+from tests.dsh.fake_deepseek import Reply, Text, ToolCall
 from tests.memflow_site.helpers import Served
 
 # About 130 KB: dsh's bash tool keeps the last 64 KiB of it and names the log file.
@@ -54,9 +56,18 @@ def test_a_large_bash_output_is_projected_and_kept_whole(
     whole = subprocess.run(["bash", "-c", BUILD], capture_output=True, check=True).stdout
     assert len(whole) > 110_000
 
+    def retrieve(body: dict[str, object]) -> ToolCall:
+        """The model asks for the original back by the hash the projection named."""
+        named = re.findall(r"[0-9a-f]{64}", json.dumps(body["messages"]))
+        return ToolCall("mcp__memflow__flowctx_retrieve", {"hash": named[-1]})
+
     run = h.run(
         "Build Heron and tell me what fails",
-        [ToolCall("bash", {"command": BUILD, "description": "build"}), Text("part_1234 fails.")],
+        [
+            ToolCall("bash", {"command": BUILD, "description": "build"}),
+            Reply(retrieve),
+            Text("part_1234 fails."),
+        ],
     )
 
     assert run.returncode == 0, run.stderr
@@ -69,3 +80,13 @@ def test_a_large_bash_output_is_projected_and_kept_whole(
     stored = account.api.get(f"compression/{sha256}/")
     assert stored.status_code == 200, stored.text[:500]
     assert stored.content == whole
+
+    # Fetched back through MCP, it is more than dsh puts in a tool result: what
+    # the model sees says where the rest is, and that file holds all of it.
+    back = h.model.main_requests()[2].tool_results()[-1]
+    if back != whole.decode():
+        where = re.search(r"stored at: (\S+?)\.? Use read", back) or re.search(
+            r"full output: ([^\]\s]+)", back
+        )
+        assert where, back[-600:]
+        assert whole.decode() in Path(where.group(1)).read_text(), where.group(1)
