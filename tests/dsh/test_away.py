@@ -62,10 +62,12 @@ def test_one_slow_answer_does_not_cost_the_next_session_its_memory(
         slow = h.run("First session, while memflow is slow", [Text("OK.")])
         assert slow.returncode == 0, slow.stderr
         assert "did not answer session-start" in slow.stderr, slow.stderr
+        print(f"slow: {slow.seconds:.2f} s")
 
         # Another session on the same machine, memflow answering again.
         later = h.run("Second session", [Text("OK.")])
 
     assert later.returncode == 0, later.stderr
+    print(f"later: {later.seconds:.2f} s")
     first_of_later = next(r for r in h.model.main_requests() if "Second session" in r.text())
     assert "Prefers squash merges" in first_of_later.system
