@@ -25,11 +25,35 @@ dsh="$prefix/bin/dsh"
 node="$cache/node-$node_version/bin/node"
 pnpm="$cache/pnpm-$pnpm_version/bin/pnpm.mjs"
 
+# The `dsh` to run (with this Node and pnpm first on PATH), and the `pnpm`
+# that `dsh plugin` runs from PATH; written again on every run, so a cache
+# made by an older script gets the current ones.
+wrap() {
+  mkdir -p "$prefix/bin"
+  # `dsh plugin` runs `pnpm` from PATH: the wrapper puts this pnpm there.
+  cat >"$prefix/bin/pnpm.$$" <<SH
+#!/bin/sh
+# No update check: it would ask the registry at every \`dsh plugin\`.
+npm_config_update_notifier=false exec "$node" "$pnpm" "\$@"
+SH
+  chmod +x "$prefix/bin/pnpm.$$" && mv -f "$prefix/bin/pnpm.$$" "$prefix/bin/pnpm"
+  cat >"$dsh.$$" <<SH
+#!/bin/sh
+# dsh $version with the Node and pnpm it needs (written by tests/dsh/install_dsh.sh).
+PATH="$prefix/bin:$(dirname "$node"):\$PATH" exec "$node" "$prefix/node_modules/@deepseek-ai/dsh/$("$node" -p "const b = require('$prefix/node_modules/@deepseek-ai/dsh/package.json').bin; typeof b === 'string' ? b : b.dsh")" "\$@"
+SH
+  # Renamed into place: a dsh running meanwhile never reads half a script.
+  chmod +x "$dsh.$$" && mv -f "$dsh.$$" "$dsh"
+}
+
 installed() {
   [ -x "$dsh" ] && [ -x "$prefix/bin/pnpm" ] && [ -f "$prefix/node_modules/@deepseek-ai/dsh/package.json" ] \
     && "$node" -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' \
       "$prefix/node_modules/@deepseek-ai/dsh/package.json" "$version" 2>/dev/null
 }
+if [ -x "$node" ] && [ -f "$prefix/node_modules/@deepseek-ai/dsh/package.json" ]; then
+  wrap
+fi
 if installed; then
   echo "$dsh"
   exit 0
@@ -85,18 +109,7 @@ YAML
   "$node" "$pnpm" install \
   --reporter=append-only --config.confirmModulesPurge=false >&2)
 
-# `dsh plugin` runs `pnpm` from PATH: the wrapper puts this pnpm there.
-cat >"$prefix/bin/pnpm" <<SH
-#!/bin/sh
-exec "$node" "$pnpm" "\$@"
-SH
-chmod +x "$prefix/bin/pnpm"
-cat >"$dsh" <<SH
-#!/bin/sh
-# dsh $version with the Node and pnpm it needs (written by tests/dsh/install_dsh.sh).
-PATH="$prefix/bin:$(dirname "$node"):\$PATH" exec "$node" "$prefix/node_modules/@deepseek-ai/dsh/$("$node" -p "const b = require('$prefix/node_modules/@deepseek-ai/dsh/package.json').bin; typeof b === 'string' ? b : b.dsh")" "\$@"
-SH
-chmod +x "$dsh"
+wrap
 if ! installed; then
   echo "install_dsh.sh: $dsh was not installed as $version" >&2
   exit 1
