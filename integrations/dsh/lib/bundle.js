@@ -35,6 +35,7 @@ export class Bundle {
     this.client = new MemflowClient(options, log)
     this.mcp = new McpTools(options, log, this.client)
     this.tools = undefined
+    this.toolsAwaited = false
     /** @type {Map<string, SessionState>} */
     this.sessions = new Map()
     /** name → (context) => text, for the sections and the context this bundle registers */
@@ -247,7 +248,11 @@ export class Bundle {
     // Resolving the declaration is local work (Python starting): its own limit.
     await within(state.started, resolverTimeoutMs + timeoutMs)
     const waits = [state.prompting ?? Promise.resolve()]
-    if (this.tools !== undefined) waits.push(this.mcp.ensure(this.tools))
+    // The tool list is waited for once: a hung server's list must not cost every step.
+    if (this.tools !== undefined && !this.toolsAwaited) {
+      this.toolsAwaited = true
+      waits.push(this.mcp.ensure(this.tools))
+    }
     await within(Promise.all(waits), timeoutMs)
     const render = (entry) => (this.providers.has(entry.name) ? { ...entry, text: this.providers.get(entry.name)(context) } : entry)
     return this.mcp.addMissing({
