@@ -13,7 +13,7 @@ from tests.dsh.fake_deepseek import Text, ToolCall
 from tests.memflow_site.helpers import Served
 
 # Only turns a fold that never comes into a failure.
-GUARD_SECONDS = 30
+GUARD_SECONDS = 90
 
 # A long turn is folded at a compaction once it has this many tool steps
 # (contexts/flowctx/planning.py, FoldSettings.leaf_steps).
