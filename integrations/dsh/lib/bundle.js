@@ -207,7 +207,6 @@ export class Bundle {
     const text = textOf(message)
     if (!text) return
     const state = this.stateFor(agent)
-    state.claimedIds.add(message.id)
     // Messages claimed for one step arrive together: one call for all of them.
     state.pendingPrompt.push({ text, kind })
     if (state.pendingPrompt.length > 1) return

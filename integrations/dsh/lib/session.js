@@ -18,9 +18,8 @@ export class SessionState {
     this.sessionBlocks = []
     this.turnBlocks = []
     this.compacting = undefined
-    // Typed messages claimed for the coming step, and their `user-prompt` call.
+    // Typed prompts claimed for the coming step, and their `user-prompt` call.
     this.pendingPrompt = []
-    this.claimedIds = new Set()
     this.prompting = undefined
   }
 }
