@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-slow test-harness harness-cli lint format bench clean
+.PHONY: install run test test-slow test-harness harness-cli harness-dsh lint format bench clean
 
 # torch first, as the local CPU build: any other torch pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml
@@ -38,8 +38,15 @@ test-slow: install
 harness-cli:
 	tests/harness/install_claude_code.sh >/dev/null
 
-test-harness: install harness-cli
-	$(BIN)/pytest tests/harness
+# The real DeepSeek Harness that tests/dsh drives (the version pinned in
+# tests/dsh/dsh-version), with the Node and pnpm it needs, from the npm
+# registry into ~/.cache/memflow/dsh/<version>; kept there, so the second run
+# only checks it. Without it that suite skips.
+harness-dsh:
+	tests/dsh/install_dsh.sh >/dev/null
+
+test-harness: install harness-cli harness-dsh
+	$(BIN)/pytest tests/harness tests/dsh
 
 lint: install
 	$(BIN)/ruff check .

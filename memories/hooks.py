@@ -170,11 +170,14 @@ def restore_block(ctx: HookContext) -> Block | None:
     if ctx.event != "session-start" or ctx.muted or ctx.payload.get("source") == "compact":
         return None
     now = timezone.now()
+    root = ctx.payload.get("project_root")
     pack = selectors.session_pack(
         workspace=ctx.workspace,
         minutes=int(knob(ctx.workspace, "restore_minutes")),
         now=now,
         viewer_id=ctx.session.user_id,
+        # The directory's project first: what happened here, then elsewhere.
+        project_root=root if isinstance(root, str) and root.startswith("/") else "",
     )
     # A resumed session has what it was given: only what is new since.
     trail, conclusions = _unseen(ctx, pack.trail), _unseen(ctx, pack.conclusions)

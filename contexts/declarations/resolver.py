@@ -151,11 +151,15 @@ class Assembly:
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     suppressed: bool = False
+    # What `${device}` is for the session's directory (its `.device`, else the
+    # host name): the client sends it as the session's device.
+    device: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "version": ASSEMBLY_VERSION,
             "directory": self.directory,
+            "device": self.device,
             "declarations": [d.to_json() for d in self.declarations],
             "sections": [s.to_json() for s in self.sections],
             "preload": self.preload.to_json() if self.preload else None,
@@ -317,6 +321,7 @@ class _Run:
             notes=tuple(self.notes),
             warnings=tuple(self.warnings),
             suppressed=suppressed,
+            device=self._device(self.cwd),
         )
 
     # --- the per-run environment channel ---
@@ -652,6 +657,7 @@ def _assembly_from_json(data: Any) -> Assembly:
             _str(w, "warnings[]", empty=True) for w in _list(obj.get("warnings", []), "warnings")
         ),
         suppressed=bool(obj.get("suppressed", False)),
+        device=obj["device"] if isinstance(obj.get("device"), str) else None,
     )
 
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Sum
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from contexts.errors import Invalid, NotFound
@@ -271,15 +271,18 @@ NOT_HISTORY = ("injection", "session-start", "session-end")
 
 
 def session_turn_tokens(*, session: AgentSession) -> list[planning.Turn]:
-    """Estimated tokens per user turn, from the session's event log, in turn order."""
+    """Estimated tokens and tool calls per user turn, from the session's event log, in turn order."""
     rows = (
         SessionEvent.objects.filter(session=session)
         .exclude(kind__in=NOT_HISTORY)
         .values("turn")
-        .annotate(total=Sum("tokens"))
+        .annotate(total=Sum("tokens"), steps=Count("id", filter=Q(kind="post-tool-use")))
         .order_by("turn")
     )
-    return [planning.Turn(number=r["turn"], tokens=float(r["total"] or 0)) for r in rows]
+    return [
+        planning.Turn(number=r["turn"], tokens=float(r["total"] or 0), steps=int(r["steps"]))
+        for r in rows
+    ]
 
 
 def summaries_request_fold(*, session: AgentSession) -> int:
@@ -336,7 +339,7 @@ def summaries_fold(
     turns = session_turn_tokens(session=session)
     while True:
         active = [
-            planning.Node(depth=n.depth, start=n.start_turn, end=n.end_turn)
+            planning.Node(depth=n.depth, start=n.start_turn, end=n.end_turn, tokens=n.tokens)
             for n in SummaryNode.objects.filter(session=session, parent__isnull=True)
         ]
         step = planning.plan_next(turns=turns, active=active, settings=settings, force=force)

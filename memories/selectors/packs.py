@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 from contexts.models import Workspace
 from memories.models import Memory
 from memories.selectors.entries import unexpired, visible_to
+
+# Entries in a restore trail.
+TRAIL = 15
 
 
 @dataclass
@@ -36,16 +40,25 @@ def session_pack(
     minutes: int = 180,
     now: datetime | None = None,
     viewer_id: int | None = None,
+    project_root: str = "",
 ) -> SessionPack:
+    """Recent activity in `workspace`; with `project_root`, the trail of sessions
+    opened in that project comes first, the rest of the workspace fills it up."""
     now = now or timezone.now()
     since = now - timedelta(minutes=minutes)
     readable = Memory.objects.filter(unexpired(), visible_to(viewer_id), workspace=workspace)
-    trail = list(
-        readable.filter(valid_to__isnull=True, created_at__gte=since)
-        .exclude(compartment="lessons")
-        .order_by("-created_at", "-id")[:15]
+    recent = readable.filter(valid_to__isnull=True, created_at__gte=since).exclude(
+        compartment="lessons"
     )
-    trail.reverse()  # oldest first: a trail reads forward
+    trail: list[Memory] = []
+    if project_root:
+        root = project_root.rstrip("/") or "/"
+        here = Q(session__cwd=root) | Q(session__cwd__startswith=f"{root.rstrip('/')}/")
+        trail = list(recent.filter(here).order_by("-created_at", "-id")[:TRAIL])
+    trail += recent.exclude(pk__in=[m.pk for m in trail]).order_by("-created_at", "-id")[
+        : TRAIL - len(trail)
+    ]
+    trail.sort(key=lambda m: (m.created_at, m.pk))  # oldest first: a trail reads forward
     conclusions = list(
         readable.filter(
             valid_to__isnull=True,

@@ -13,36 +13,18 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 
 from contexts.models import AgentSession, SessionEvent
 from contexts.tenancy import services
-from tests.memflow_site.helpers import MEMFLOW, Served, env_for, serving, wait_for_embeddings
-from tests.reliability.conftest import database_url_for_tests
+from tests.dsh.conftest import BUNDLE
+from tests.memflow_site.helpers import MEMFLOW, Served
 
-BUNDLE = Path(__file__).resolve().parents[2] / "integrations" / "dsh"
 # Only turns a hang into a failure; the run takes seconds.
 RUN_GUARD_SECONDS = 300
-
-
-@pytest.fixture(scope="module")
-def live(
-    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
-    with django_db_blocker.unblock():
-        url = database_url_for_tests()
-        # `memflow serve` makes an admin on an empty database; the test flushes it.
-        User.objects.get_or_create(username="dsh-placeholder")
-    env = env_for(tmp_path_factory.mktemp("dsh") / "data", database_url=url)
-    # With its worker: the handoff notes are folded there.
-    with serving(env) as server:
-        wait_for_embeddings(server)
-        yield server
 
 
 def node() -> str:

@@ -42,7 +42,7 @@ def test_without_dsh_it_says_the_line_that_adds_the_bundle_and_drops_old_hooks(t
 
 
 def test_with_dsh_on_path_it_runs_dsh_plugin_add(tmp_path):
-    # dsh itself needs Node 22 (not on this machine): a `dsh` that records its call.
+    # A `dsh` that records its call (tests/dsh/test_*.py add the bundle to the real one).
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls.txt"

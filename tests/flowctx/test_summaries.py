@@ -39,6 +39,26 @@ def test_the_last_turns_are_never_folded():
     assert forced == planning.Step(depth=0, start=1, end=4, children=False)
 
 
+def test_a_compaction_in_one_long_turn_folds_it_by_its_steps():
+    # A headless run is one turn: nothing lies before the kept turns.
+    long = [planning.Turn(number=1, tokens=60, steps=8)]
+    assert planning.plan_next(turns=long, active=[], settings=SMALL) is None
+    forced = planning.plan_next(turns=long, active=[], settings=SMALL, force=True)
+    assert forced == planning.Step(depth=0, start=1, end=1, children=False)
+    # A short exchange at a compaction is left whole, as before.
+    short = [planning.Turn(number=1, tokens=30, steps=1), planning.Turn(number=2, tokens=30)]
+    assert planning.plan_next(turns=short, active=[], settings=SMALL, force=True) is None
+
+
+def test_the_leaf_of_a_turn_that_grew_is_folded_again_at_the_next_compaction():
+    leaf = planning.Node(depth=0, start=1, end=1, tokens=60)
+    grown = [planning.Turn(number=1, tokens=90, steps=12)]
+    step = planning.plan_next(turns=grown, active=[leaf], settings=SMALL, force=True)
+    assert step == planning.Step(depth=0, start=1, end=1, children=False)
+    same = [planning.Turn(number=1, tokens=60, steps=8)]
+    assert planning.plan_next(turns=same, active=[leaf], settings=SMALL, force=True) is None
+
+
 def test_folding_resumes_after_the_covered_turns():
     active = [planning.Node(depth=0, start=1, end=3)]
     step = planning.plan_next(turns=turns(*[60] * 8), active=active, settings=SMALL)

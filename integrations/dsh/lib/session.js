@@ -18,6 +18,9 @@ export class SessionState {
     this.sessionBlocks = []
     this.turnBlocks = []
     this.compacting = undefined
+    // Typed prompts claimed for the coming step, and their `user-prompt` call.
+    this.pendingPrompt = []
+    this.prompting = undefined
   }
 }
 

@@ -1,16 +1,27 @@
 /**
- * A stand-in for the parts of dsh (0.1.1-rc.2) the bundle touches, with the
- * same shapes: `ctx.on` for emits and waterfalls (listener(...args, next)),
- * `ctx.systemPrompt.section/context` with providers evaluated per assembly,
- * agents with `id` and `session.header`, user messages with `source.kind`,
- * tool results as `{ isError, content: ContentBlock[] }` and the
- * `tools/post-execute` decision `{ kind: 'accept', content? }`.
+ * A stand-in for the parts of dsh the bundle touches, for the bundle's unit
+ * tests, with dsh's shapes and — above all — its step order (the agent
+ * loop's `preStep` in 0.1.0-rc.8 and 0.1.1-rc.2 alike):
  *
- * `step()` runs what dsh's driver does for one step: the `agent/pre-step`
- * waterfall, then one prompt assembly; it answers with what the model sees.
+ *   1. the inbox claims the step's messages (`agent/inbox/claimed`, one emit
+ *      per message, listeners not awaited);
+ *   2. the system prompt and the runtime context are assembled: section and
+ *      context providers are evaluated synchronously, then the awaited
+ *      `system-prompt/assemble` waterfall may transform the assembly;
+ *   3. only then the `agent/pre-step` waterfall runs, its default decision
+ *      entering the claimed messages and the runtime-context message.
+ *
+ * Also: `ctx.on` for emits and waterfalls (listener(...args, next)),
+ * `ctx.tools.register`, `ctx.effect` disposers run (and awaited) at
+ * `dispose()`, agents with `id` and `session.header`, user messages with
+ * `source.kind`, tool results as `{ isError, content: ContentBlock[] }` and
+ * the `tools/post-execute` decision `{ kind: 'accept', content? }`. The real
+ * dsh drives the bundle in tests/dsh.
  */
 
 import { randomUUID } from 'node:crypto'
+
+const RUNTIME_CONTEXT = 'Current runtime context. This snapshot supersedes earlier runtime-context snapshots.'
 
 export class FakeHarness {
   constructor() {
@@ -18,6 +29,8 @@ export class FakeHarness {
     this.sections = []
     this.contexts = []
     this.warnings = []
+    this.tools = new Map()
+    this.disposers = []
     const harness = this
     this.ctx = {
       logger: { warn: (...args) => harness.warnings.push(args), info: () => {} },
@@ -26,6 +39,11 @@ export class FakeHarness {
         list.push(listener)
         harness.listeners.set(event, list)
         return () => list.splice(list.indexOf(listener), 1)
+      },
+      effect(execute) {
+        const dispose = execute()
+        if (typeof dispose === 'function') harness.disposers.push(dispose)
+        return () => {}
       },
       systemPrompt: {
         section(section) {
@@ -40,6 +58,14 @@ export class FakeHarness {
           return () => {}
         },
       },
+      tools: {
+        register(definition) {
+          if (harness.tools.has(definition.name)) throw new Error(`duplicate tool ${definition.name}`)
+          if (typeof definition.output?.render !== 'function') throw new TypeError(`tool "${definition.name}" must declare output { schema, render }`)
+          harness.tools.set(definition.name, definition)
+          return () => harness.tools.delete(definition.name)
+        },
+      },
     }
   }
 
@@ -49,6 +75,11 @@ export class FakeHarness {
       if (this.ctx[service] === undefined) throw new Error(`service ${service} missing`)
     }
     plugin.apply(this.ctx, config)
+  }
+
+  /** The plugin's disposal (dsh exiting): its effects' disposers, awaited. */
+  async dispose() {
+    for (const dispose of this.disposers.splice(0).reverse()) await dispose()
   }
 
   emit(event, ...args) {
@@ -71,26 +102,38 @@ export class FakeHarness {
     this.emit('agent/session-start', { agent, source })
   }
 
-  /** One step: pre-step, then assembly. `typed` are the messages claimed for it. */
+  /**
+   * One step in dsh's order: claim, assemble, pre-step. `typed` are the
+   * messages entering it. Answers with the decision and what the model is
+   * sent: the system prompt and the runtime-context snapshot.
+   */
   async step(agent, typed = [], { turn = 1, step = 1 } = {}) {
     const messages = typed.map(text => userMessage(text))
+    for (const message of messages) this.emit('agent/inbox/claimed', { agent, message, turn })
     const controller = new AbortController()
+    const { system, context, tools } = await this.assemble(agent, controller.signal)
+    const runtime = context ? [userMessage(`${RUNTIME_CONTEXT}\n\n${context}`, 'runtime-context')] : []
     const decision = await this.waterfall(
       'agent/pre-step',
       [{ agent, messages, turn, step, signal: controller.signal }],
-      async () => ({ kind: 'enter', messages: [...messages] }),
+      async () => ({ kind: 'enter', messages: [...messages, ...runtime] }),
     )
-    return { decision, ...this.assemble(agent) }
+    return { decision, system, context, tools }
   }
 
-  /** What the model is sent: the system prompt, and the runtime-context snapshot. */
-  assemble(agent) {
-    const context = { scope: agent.id, agent }
-    const resolve = list => [...list]
+  /** Providers evaluated, then the `system-prompt/assemble` waterfall, then rendering. */
+  async assemble(agent, signal) {
+    const context = { scope: agent, agent, ...(signal ? { signal } : {}) }
+    const evaluate = list => [...list]
       .sort((a, b) => a.order - b.order)
-      .map(entry => (typeof entry.text === 'function' ? entry.text(context) : entry.text))
-      .filter(text => text.length > 0)
-    return { system: resolve(this.sections).map(interpolate).join('\n\n'), context: resolve(this.contexts).join('\n\n') }
+      .map(entry => ({ name: entry.name, text: typeof entry.text === 'function' ? entry.text(context) : entry.text }))
+    const tools = [...this.tools.values()]
+      .map(({ name, description, parameters }) => ({ name, description, parameters }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    const assembly = { sections: evaluate(this.sections), contexts: evaluate(this.contexts), tools, variables: {} }
+    const done = await this.waterfall('system-prompt/assemble', [assembly, context], async () => assembly)
+    const render = entries => entries.map(entry => interpolate(entry.text)).filter(text => text.length > 0).join('\n\n')
+    return { system: render(done.sections), context: render(done.contexts), tools: done.tools.map(tool => tool.name) }
   }
 
   /** A tool call's result as the model will see it, after `tools/post-execute`. */

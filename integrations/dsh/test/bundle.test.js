@@ -7,7 +7,8 @@
 
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { format } from 'node:util'
@@ -45,6 +46,11 @@ function project(files) {
   return dir
 }
 
+/** The messages a step entered, less dsh's runtime-context message. */
+function entered(decision) {
+  return decision.messages.filter(message => message.source?.kind !== 'runtime-context')
+}
+
 function loaded(config = {}) {
   const harness = new FakeHarness()
   harness.load(plugin, config)
@@ -77,7 +83,7 @@ test('declared identity is re-read at every assembly; the preload is the first m
   assert.doesNotMatch(continued.system, /release captain/)
 
   const nextTurn = await harness.step(agent, ['Now update the changelog'], { turn: 2 })
-  assert.equal(nextTurn.decision.messages.length, 1, 'the preload is given once per session')
+  assert.equal(entered(nextTurn.decision).length, 1, 'the preload is given once per session')
   assert.match(nextTurn.system, /documentation editor/)
 })
 
@@ -90,7 +96,7 @@ test('a broken declaration is said with its line number, and the session goes on
   const agent = harness.agent(dir)
   harness.startSession(agent)
   const step = await harness.step(agent, ['Summarise the open pull requests'])
-  assert.equal(step.decision.messages.length, 1)
+  assert.equal(entered(step.decision).length, 1)
   const said = harness.warnings.map(args => format(...args)).join('\n')
   assert.match(said, /\.dsh\/context\.yaml:3: /)
 })
@@ -180,8 +186,8 @@ test('turn end reaches memflow; after a compaction the handoff notes stand in fo
   // memflow's worker folds the history into a note; wait for it (a deadline, not a pause).
   await until(async () => (await (await call('GET', `sessions/${agent.id}/summaries/`)).json()).count > 0)
   harness.event(agent, 'compaction/end', { compactionId: 'c-1' })
-  const context = await until(() => {
-    const { context } = harness.assemble(agent)
+  const context = await until(async () => {
+    const { context } = await harness.assemble(agent)
     return context.includes('<flowctx-handoff-note') ? context : undefined
   })
   // The note holds the folded turns (memflow keeps the last ones whole).
@@ -194,42 +200,135 @@ test('a dead server never holds a step or a tool result', async () => {
   const agent = harness.agent(project({ 'x.txt': 'x\n' }))
   harness.startSession(agent)
   const step = await harness.step(agent, ['Anything at all'])
-  assert.deepEqual(step.decision.messages.map(m => m.content[0].text), ['Anything at all'])
+  assert.deepEqual(entered(step.decision).map(m => m.content[0].text), ['Anything at all'])
   assert.equal(step.context, '')
   const seen = await harness.toolResult(agent, 'bash', {}, 'x'.repeat(50_000))
   assert.equal(seen.text, 'x'.repeat(50_000))
 })
 
-test('a hung server costs one budget, then is left alone', async () => {
+test('a hung server costs a turn one budget; the next session tries again', async () => {
   const hung = await hungServer()
   try {
-    const statePath = join(mkdtempSync(join(tmpdir(), 'memflow-state-')), 'hook-skip.json')
     const url = `http://127.0.0.1:${hung.port}`
-    const harness = loaded({
-      url, apiKey: 'k', workspace: 'w', declarations: false, timeoutMs: 300, skipMs: 600_000, statePath,
-    })
+    const config = { url, apiKey: 'k', workspace: 'w', declarations: false, mcp: false, timeoutMs: 300 }
+    const harness = loaded(config)
     const agent = harness.agent(project({ 'x.txt': 'x\n' }))
     harness.startSession(agent)
     const first = await harness.step(agent, ['First prompt while memflow hangs'])
-    assert.deepEqual(first.decision.messages.map(m => m.content[0].text), ['First prompt while memflow hangs'])
-    const second = await harness.step(agent, ['Second prompt'], { turn: 2 })
-    assert.equal(second.decision.messages.length, 1)
+    assert.deepEqual(entered(first.decision).map(m => m.content[0].text), ['First prompt while memflow hangs'])
+    // session-start, then the prompt's own call; the tool result waits for no third.
     const seen = await harness.toolResult(agent, 'bash', {}, 'y'.repeat(50_000))
     assert.equal(seen.text, 'y'.repeat(50_000))
-    assert.equal(hung.requests(), 1, 'after one timeout the server is skipped')
+    assert.deepEqual(hung.lines.map(line => line.split(' ')[1]), ['/api/v1/hooks/session-start', '/api/v1/hooks/user-prompt'])
+    // A new turn tries again: one slow moment never costs more than its turn.
+    await harness.step(agent, ['Second prompt'], { turn: 2 })
+    assert.equal(hung.requests(), 3)
     const said = harness.warnings.map(args => format(...args)).join('\n')
-    assert.match(said, /did not answer session-start within 300 ms/)
-    // Where `memflow hook` and `memflow status` look: they skip it too.
-    const skip = JSON.parse(readFileSync(statePath, 'utf8'))[url]
-    assert.ok(skip.until * 1000 > Date.now() && skip.reason === 'no answer within 0.3 s', JSON.stringify(skip))
-    const another = loaded({ url, apiKey: 'k', workspace: 'w', declarations: false, timeoutMs: 300, statePath })
+    assert.match(said, /did not answer session-start within 300 ms; dsh went on without it/)
+    // Another dsh process on this machine is not told to skip memflow.
+    const another = loaded(config)
     const other = another.agent(project({ 'y.txt': 'y\n' }))
     another.startSession(other)
     await another.step(other, ['A second harness process, same server'])
-    assert.equal(hung.requests(), 1, 'another process honours the skip')
+    assert.equal(hung.requests(), 5)
   } finally {
     hung.close()
   }
+})
+
+test('an unreachable server is said once and left alone', async () => {
+  const port = await closedPort()
+  const harness = loaded({ url: `http://127.0.0.1:${port}`, apiKey: 'k', workspace: 'w', declarations: false, mcp: false })
+  for (const turn of [1, 2, 3]) {
+    const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+    harness.startSession(agent)
+    const step = await harness.step(agent, [`Prompt ${turn}`], { turn })
+    assert.equal(entered(step.decision).length, 1)
+  }
+  const said = harness.warnings.map(args => format(...args))
+  assert.equal(said.filter(line => /cannot be reached \(ECONNREFUSED\)/.test(line)).length, 1, said.join('\n'))
+})
+
+test("when memflow goes down mid-session, a turn reuses the last turn's context (FlyMemory)", async () => {
+  const sockets = new Set()
+  const server = createHttpServer((request, response) => {
+    const blocks = request.url.endsWith('/session-start')
+      ? [{ name: 'memflow:session', order: 41, text: '<memflow-session id="s">the session</memflow-session>' }]
+      : [{ name: 'memflow:recall', order: 210, text: '<memflow-recall>Heron ships on Tuesdays.</memflow-recall>' }]
+    request.resume()
+    request.on('end', () => response.end(JSON.stringify({ blocks })))
+  })
+  server.on('connection', socket => sockets.add(socket))
+  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve))
+  const harness = loaded({ url: `http://127.0.0.1:${server.address().port}`, apiKey: 'k', workspace: 'w', declarations: false, mcp: false })
+  const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+  harness.startSession(agent)
+  const first = await harness.step(agent, ['When does Heron ship?'])
+  assert.match(first.context, /Heron ships on Tuesdays\./)
+  await new Promise(resolve => { server.close(resolve); for (const socket of sockets) socket.destroy() })
+
+  const second = await harness.step(agent, ['And the docs?'], { turn: 2 })
+  assert.match(second.context, /Heron ships on Tuesdays\./, 'the last summary stands while the server is down')
+  assert.match(second.context, /the session/)
+})
+
+test("memflow's MCP tools are registered when listed, and call the server", needsServer, async () => {
+  const harness = loaded()
+  const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+  harness.startSession(agent)
+  const step = await harness.step(agent, ['What do we know about Heron?'])
+  assert.ok(step.tools.includes('mcp__memflow__flymemory_remember'), step.tools.join(', '))
+  const remember = harness.tools.get('mcp__memflow__flymemory_remember')
+  const value = await remember.execute(
+    { text: 'Heron ships its docs from the docs/ folder on every merge.' },
+    { signal: new AbortController().signal },
+  )
+  const [shown] = remember.output.render({}, value)
+  assert.match(shown.text, /#\d+/, shown.text)
+  await assert.rejects(
+    harness.tools.get('mcp__memflow__flymemory_get_memory').execute({ memory_id: 999_999_999 }, {}),
+  )
+})
+
+test('a cut bash output is kept whole, read from the log file dsh names', needsServer, async () => {
+  const lines = []
+  for (let i = 0; i < 4000; i++) lines.push(`[test] heron/tests/test_part_${i}.py::test_it PASSED`)
+  lines.splice(42, 0, 'heron/tests/test_part_42.py::test_it FAILED: AssertionError: ports above 65535')
+  const whole = `${lines.join('\n')}\n`
+  const dir = mkdtempSync(join(tmpdir(), 'dsh-subprocess-'))
+  const log = join(dir, 'dsh-subprocess-1-stdout.log')
+  writeFileSync(log, whole)
+  // What dsh's bash tool shows: the last 64 KiB, then where the rest is.
+  const kept = Buffer.from(whole).subarray(-65_536).toString('utf8')
+  const shown = `${kept}\n[output truncated; full output: ${log}]`
+  const harness = loaded()
+  const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+  harness.startSession(agent)
+  await harness.step(agent, ['Run the Heron tests'])
+
+  const seen = await harness.toolResult(agent, 'bash', { command: 'pytest' }, shown)
+  assert.match(seen.text, /test_part_42\.py::test_it FAILED/, 'the failure dsh cut away is in the projection')
+  const sha256 = createHash('sha256').update(whole, 'utf8').digest('hex')
+  assert.ok(seen.text.includes(sha256), seen.text)
+  const response = await call('GET', `compression/${sha256}/`)
+  assert.deepEqual(Buffer.from(await response.arrayBuffer()), Buffer.from(whole, 'utf8'))
+
+  // A path outside where dsh writes tool output is refused, and said.
+  const elsewhere = `${kept}\n[output truncated; full output: /etc/passwd]`
+  await harness.toolResult(agent, 'bash', { command: 'pytest' }, elsewhere)
+  const said = harness.warnings.map(args => format(...args)).join('\n')
+  assert.match(said, /only dsh's cut of that tool output is kept: \/etc\/passwd is outside/)
+})
+
+test('every open session ends when dsh exits', needsServer, async () => {
+  const harness = loaded()
+  const agent = harness.agent(project({ 'x.txt': 'x\n' }))
+  harness.startSession(agent)
+  await harness.step(agent, ['A short session'])
+  harness.event(agent, 'turn/end', { turn: 1, reason: { kind: 'completed' } })
+  await harness.dispose()
+  report('stop', agent.id)
+  report('session-end', agent.id)
 })
 
 /** `check()`'s first truthy answer, polled until a generous deadline (a hang, not speed). */
@@ -253,20 +352,23 @@ function closedPort() {
   })
 }
 
-/** Accepts connections, reads the request, never answers. */
+/** Accepts connections, reads the requests, never answers; counts the requests by their first line. */
 function hungServer() {
   return new Promise((resolve) => {
     const sockets = new Set()
-    let count = 0
+    const lines = []
     const server = createServer((socket) => {
-      count += 1
       sockets.add(socket)
-      socket.on('data', () => {})
+      socket.on('data', (data) => {
+        const first = data.toString('latin1').split('\r\n', 1)[0]
+        if (/^[A-Z]+ \S+ HTTP\/1\.1$/.test(first)) lines.push(first)
+      })
       socket.on('error', () => {})
     })
     server.listen(0, '127.0.0.1', () => resolve({
       port: server.address().port,
-      requests: () => count,
+      requests: () => lines.length,
+      lines,
       close: () => { for (const s of sockets) s.destroy(); server.close() },
     }))
   })
