@@ -6,11 +6,12 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contexts.secrets.finders import (
-    _AUTH,
     _AUTH_NAME,
+    _AUTHORIZATION,
     _KEY,
     _PASS,
     _PWD,
@@ -28,7 +29,7 @@ from contexts.secrets.finders import (
     _url_password_valid,
     _vendor_finders,
 )
-from contexts.secrets.scan import Finder, _anchor, _Group, _Scan
+from contexts.secrets.scan import Finder, Span, _anchor, _Group, _Scan
 from contexts.secrets.shapes import _azure_finder, _base64_finder, _command_finder
 from contexts.secrets.values import _heuristic
 
@@ -144,7 +145,7 @@ def _shape_groups() -> tuple[_Group, ...]:
         _Group(
             finders=(_azure_finder,),
             anchors=(
-                _anchor(rb"sig=", accept=lambda folded, at: folded[at - 1 : at] in b"?&;"),
+                _anchor(rb"sig=", after=b"?&;"),
                 _anchor(rb"sharedaccesskey="),
                 _anchor(rb"Q~", cased=True),
             ),
@@ -160,7 +161,7 @@ def _shape_groups() -> tuple[_Group, ...]:
         _Group(
             finders=(_command_finder,),
             anchors=(
-                _anchor(rb"-u", accept=lambda folded, at: folded[at - 1 : at] in b" \t-"),
+                _anchor(rb"-u", after=b" \t-"),
                 *(_anchor(name) for name in _COMMAND_NAMES),
             ),
             before=8,
@@ -181,14 +182,19 @@ def _named_groups() -> tuple[_Group, ...]:
     aws_secret = _plugin("aws.AWSKeyDetector").denylist[1]
     cloudant = _plugin("cloudant.CloudantDetector").denylist
     softlayer = _plugin("softlayer.SoftlayerDetector").denylist
+    ibm_iam = _plugin("ibm_cloud_iam.IbmCloudIamDetector").denylist
+    ibm_cos = _plugin("ibm_cos_hmac.IbmCosHmacDetector").denylist
+    long_values = [aws_secret, *ibm_iam, *ibm_cos, *cloudant[:2], *softlayer[:1]]
     return (
         _Group(
             finders=(
-                _rule(
-                    "password in a URL",
-                    "basic_auth.BasicAuthDetector",
-                    group=1,
-                    valid=_url_password_valid,
+                _only_with_quote_or_bracket(
+                    _rule(
+                        "password in a URL",
+                        "basic_auth.BasicAuthDetector",
+                        group=1,
+                        valid=_url_password_valid,
+                    )
                 ),
                 _regex_finder(
                     "password in a URL", [_URL_PASSWORD], group=1, valid=_url_password_valid
@@ -204,8 +210,7 @@ def _named_groups() -> tuple[_Group, ...]:
         ),
         _Group(
             finders=(_auth_finder,),
-            anchors=(_AUTH, _anchor(rb"bearer")),
-            accept=lambda scan, at: scan.folded.startswith((b"authorization", b"bearer"), at),
+            anchors=(_AUTHORIZATION, _anchor(rb"bearer")),
             before=0,
             after=8192,
         ),
@@ -219,6 +224,7 @@ def _named_groups() -> tuple[_Group, ...]:
                     _rule("IBM COS HMAC key", "ibm_cos_hmac.IbmCosHmacDetector", group=1),
                     _regex_finder("Cloudant credential", cloudant[:2], group=1),
                     _regex_finder("SoftLayer key", softlayer[:1], group=1),
+                    gate=_one_of(long_values),
                 ),
                 _keyword_finder(),
                 _told_finder,
@@ -227,9 +233,32 @@ def _named_groups() -> tuple[_Group, ...]:
             anchors=(_PASS, _PWD, _SECRET, _KEY, _TOKEN, _AUTH_NAME, _anchor(rb"contrase")),
             before=160,
             after=256,
-            accept=_named_here,
+            select=_named_here,
         ),
     )
+
+
+def _one_of(patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
+    """A pattern that finds something wherever one of `patterns` would (same flags)."""
+    assert len({p.flags for p in patterns}) == 1
+    return re.compile("|".join(f"(?:{p.pattern})" for p in patterns), patterns[0].flags)
+
+
+# What detect-secrets' URL pattern takes in a userinfo and memflow's (`finders._URL_PASSWORD`) not.
+_QUOTE_OR_BRACKET = re.compile(r"[\"<>]")
+
+
+def _only_with_quote_or_bracket(finder: Finder) -> Finder:
+    """detect-secrets' URL rule, where it can find what memflow's misses. Its userinfo
+    leaves out every character memflow's does but `"`, `<` and `>`: without one of
+    those in the window, each of its passwords is one memflow's finds, with the
+    same span, and a page of URLs would be read and judged twice."""
+
+    def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+        if _QUOTE_OR_BRACKET.search(scan.text, start, end) is not None:
+            yield from finder(scan, start, end, hits)
+
+    return find
 
 
 # The commands that take a password as an argument (shapes._COMMANDS).

@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from contexts.secrets.values import _credible
+
 # (start, end, kind) of one credential in a text.
 Span = tuple[int, int, str]
 # A rule: the credentials in the scan's text[start:end], given where its anchors are in it.
@@ -27,8 +29,14 @@ class _Anchor:
 
 
 def _anchor(
-    pattern: bytes, *, cased: bool = False, accept: Callable[[bytes, int], bool] | None = None
+    pattern: bytes,
+    *,
+    cased: bool = False,
+    accept: Callable[[bytes, int], bool] | None = None,
+    after: bytes | None = None,
 ) -> _Anchor:
+    """An anchor on `pattern`; with `after`, only where the text starts or one of
+    those characters comes just before (asked inside the scan, not once a hit)."""
     lead = re.match(rb"(?:[^\\\[\](){}.*+?|^$]|\\[.\-/])*", pattern)
     assert lead is not None  # it matches the empty string at least
     literal = lead.group()
@@ -36,6 +44,8 @@ def _anchor(
     # A quantifier after the last character makes that one optional.
     if prefix and pattern[len(literal) : len(literal) + 1] in (b"?", b"*", b"{"):
         prefix = prefix[:-1]
+    if after is not None:
+        pattern = rb"(?<![^" + re.escape(after) + rb"])" + pattern
     return _Anchor(re.compile(pattern), cased, accept, prefix)
 
 
@@ -49,6 +59,8 @@ class _Group:
     before: int = 64
     after: int = 256
     accept: Callable[[_Scan, int], bool] | None = None
+    # Or all of a piece's hits at once: the accepted ones, in order.
+    select: Callable[[_Scan, list[int]], list[int]] | None = None
 
 
 # A merged window longer than this is cut, so a long line with an anchor
@@ -84,6 +96,25 @@ class _Scan:
         self.signs: dict[int, bytes] = {}  # and the sign after it (`=`, `:`, `(`…)
         self.sign_ends: dict[int, int] = {}
         self.named_until = 0  # the end of the last name so read: later hits in it add nothing
+        # Each verdict on a value, once a scan: near-matching text repeats its values,
+        # and a verdict costs microseconds of Python (kept no longer than the scan).
+        self._verdicts: dict[tuple[object, str, bool, bool], bool] = {}
+
+    def credible(self, value: str, *, quoted: bool, strict: bool) -> bool:
+        """`values._credible`, asked once a scan for each value."""
+        key = (_credible, value, quoted, strict)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdicts[key] = _credible(value, quoted=quoted, strict=strict)
+        return verdict
+
+    def valid(self, check: Callable[[str], bool], value: str) -> bool:
+        """`check(value)`, asked once a scan for each value."""
+        key = (check, value, False, False)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdicts[key] = check(value)
+        return verdict
 
     def hits(self, anchor: _Anchor) -> list[int]:
         found = self._hits.get(anchor)
@@ -106,22 +137,28 @@ class _Scan:
         hits.sort()
         if group.accept is not None:
             hits = [at for at in hits if group.accept(self, at)]
+        if group.select is not None:
+            hits = group.select(self, hits)
         if not hits:
             return
         text, size = self.text, len(self.text)
         before, after = group.before, group.after
         start, end, inside = 0, -1, list[int]()
+        line_end = -1  # where the window's line ends, once asked (-1: not yet)
         for at in hits:
             if at < end:
-                # In the current window, so on its line: only its end can move.
-                # From the old end: a newline there stops it at once.
-                reach = min(size, at + after)
+                # In the current window, so on its line: only its end can move,
+                # and not past the line's end (asked once a window, not once a hit).
+                reach = at + after
                 if reach > end:
-                    newline = text.find("\n", end, reach)
-                    reach = newline if newline >= 0 else reach
+                    if line_end < 0:
+                        line_end = text.find("\n", end, start + _WINDOW_CAP + after)
+                        line_end = size if line_end < 0 else line_end
+                    reach = min(reach, line_end, size)
                     if reach - start > _WINDOW_CAP:
                         yield start, end, inside
                         start, end, inside = self._window(at, before, after)
+                        line_end = -1
                         continue
                     end = reach
                 inside.append(at)
@@ -134,6 +171,7 @@ class _Scan:
             if inside:
                 yield start, end, inside
             start, end, inside = low, high, [at]
+            line_end = -1
         if inside:
             yield start, end, inside
 
