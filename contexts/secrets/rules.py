@@ -3,6 +3,7 @@ that says whether any of their anchors occurs at all."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import importlib
 import re
@@ -36,6 +37,30 @@ from contexts.secrets.values import _heuristic
 _PEM_HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # A PEM block's header names it; its body runs to the matching footer.
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]+-----")
+
+
+def _private_key_finder(headers: list[re.Pattern[str]]) -> Finder:
+    """PEM headers (`-----BEGIN … PRIVATE KEY-----`), and detect-secrets' headers
+    outside them (`BEGIN RSA PRIVATE KEY` alone, PuTTY's). Its headers are literals
+    that cannot overlap, so one scan finds them all; one inside a PEM header is
+    that header again, its block the same (`mask._pem_blocks`): a page of headers
+    is not masked twice over."""
+    theirs = _one_of(headers)
+
+    def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+        text = scan.text
+        starts, ends = [], []
+        for match in _PEM_HEADER.finditer(text, start, end):
+            starts.append(match.start())
+            ends.append(match.end())
+            yield match.start(), match.end(), "private key"
+        for match in theirs.finditer(text, start, end):
+            s, e = match.span()
+            at = bisect.bisect_left(ends, e)  # the PEM header that ends first at or after it
+            if at == len(ends) or starts[at] > s:
+                yield s, e, "private key"
+
+    return find
 
 
 @functools.cache
@@ -110,7 +135,6 @@ def _vendor_groups() -> tuple[_Group, ...]:
 
 def _shape_groups() -> tuple[_Group, ...]:
     """Tokens known by their shape: bot tokens, npm's `_authToken`, PEM keys, JWTs."""
-    private_keys = [_PEM_HEADER, *_plugin("private_key.PrivateKeyDetector").denylist]
     return (
         _Group(
             finders=(
@@ -135,7 +159,7 @@ def _shape_groups() -> tuple[_Group, ...]:
             after=256,
         ),
         _Group(
-            finders=(_regex_finder("private key", private_keys),),
+            finders=(_private_key_finder(_plugin("private_key.PrivateKeyDetector").denylist),),
             anchors=(_KEY,),
             accept=lambda scan, at: scan.folded.endswith((b"private ", b"putty-user-"), 0, at),
             before=32,

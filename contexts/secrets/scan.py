@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -141,39 +142,53 @@ class _Scan:
             hits = group.select(self, hits)
         if not hits:
             return
-        text, size = self.text, len(self.text)
-        before, after = group.before, group.after
-        start, end, inside = 0, -1, list[int]()
-        line_end = -1  # where the window's line ends, once asked (-1: not yet)
-        for at in hits:
-            if at < end:
-                # In the current window, so on its line: only its end can move,
-                # and not past the line's end (asked once a window, not once a hit).
-                reach = at + after
-                if reach > end:
-                    if line_end < 0:
-                        line_end = text.find("\n", end, start + _WINDOW_CAP + after)
-                        line_end = size if line_end < 0 else line_end
-                    reach = min(reach, line_end, size)
-                    if reach - start > _WINDOW_CAP:
-                        yield start, end, inside
-                        start, end, inside = self._window(at, before, after)
-                        line_end = -1
-                        continue
-                    end = reach
-                inside.append(at)
-                continue
-            low, high, _ = self._window(at, before, after)
-            if inside and low <= end and high - start <= _WINDOW_CAP:
+        yield from self._merged(hits, group.before, group.after)
+
+    def _merged(
+        self, hits: list[int], before: int, after: int
+    ) -> Iterator[tuple[int, int, list[int]]]:
+        """The windows of sorted `hits`: each hit's, merged with the next while they
+        overlap on one line, cut at `_WINDOW_CAP`. A run of hits inside a window is
+        taken at once (bisect), not hit by hit: a line of near-matching text has one
+        every few characters, and the run's last one says where the window ends."""
+        text, size, cap = self.text, len(self.text), _WINDOW_CAP
+        assert before + after <= cap  # a window within the cap, as each one starts
+        i, n = 0, len(hits)
+        pending = None  # the window of the hit that ended the last one, if asked
+        while i < n:
+            first = i
+            start, end, _ = pending or self._window(hits[i], before, after)
+            pending = None
+            i += 1
+            line_end = -1  # where the window's line ends, once asked (-1: not yet)
+            while i < n:
+                if hits[i] < end:
+                    # In the window, so on its line: only its end can move, and not
+                    # past the line's end (asked once a window, not once a hit).
+                    j = bisect.bisect_left(hits, end, i)
+                    reach = hits[j - 1] + after
+                    if reach > end:
+                        if line_end < 0:
+                            line_end = text.find("\n", end, start + cap + after)
+                            line_end = size if line_end < 0 else line_end
+                        reach = min(reach, line_end, size)
+                        if reach - start > cap:
+                            # Cut before the first hit that would take it past the cap.
+                            j = bisect.bisect_right(hits, start + cap - after, i, j)
+                            if j > i:
+                                end = max(end, min(hits[j - 1] + after, line_end, size))
+                            i = j
+                            break
+                    end = max(end, reach)
+                    i = j
+                    continue
+                low, high, _ = window = self._window(hits[i], before, after)
+                if low > end or high - start > cap:
+                    pending = window
+                    break
                 end = max(end, high)
-                inside.append(at)
-                continue
-            if inside:
-                yield start, end, inside
-            start, end, inside = low, high, [at]
-            line_end = -1
-        if inside:
-            yield start, end, inside
+                i += 1
+            yield start, end, hits[first:i]
 
     def _window(self, at: int, before: int, after: int) -> tuple[int, int, list[int]]:
         """The window of one hit: `before` and `after` it, within its line."""
