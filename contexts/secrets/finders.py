@@ -49,14 +49,21 @@ def _regex_finder(
 
     def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
         text = scan.text
+        verdicts = scan.verdicts_of(valid)
         for pattern in compiled:
             which = group if pattern.groups >= group else 0
             for match in pattern.finditer(text, start, end):
                 s, e = match.span(which)
                 if s >= e or text[s] in _AROUND_START or text[e - 1] in _AROUND_END:
                     s, e = _span_of(match, which)
-                if e <= s or (valid is not None and not scan.valid(valid, text[s:e])):
-                    continue
+                    if e <= s:
+                        continue
+                if valid is not None:  # each value judged once a scan (a page of URLs repeats them)
+                    value = text[s:e]
+                    if (verdict := verdicts.get(value)) is None:
+                        verdict = verdicts[value] = valid(value)
+                    if not verdict:
+                        continue
                 if extend is not None and (more := extend.match(text, e)) is not None:
                     e = more.end()
                 yield s, e, kind

@@ -153,15 +153,14 @@ def _shape_groups() -> tuple[_Group, ...]:
         ),
         _Group(
             finders=(_rule("npm token", "npm.NpmDetector", group=1),),
-            anchors=(_TOKEN,),
-            accept=lambda scan, at: scan.folded.endswith(b"_auth", 0, at),
+            # npm's `_authToken`: the look behind is asked inside the scan, not once a `token`.
+            anchors=(_anchor(rb"token(?<=_authtoken)"),),
             before=256,
             after=256,
         ),
         _Group(
             finders=(_private_key_finder(_plugin("private_key.PrivateKeyDetector").denylist),),
-            anchors=(_KEY,),
-            accept=lambda scan, at: scan.folded.endswith((b"private ", b"putty-user-"), 0, at),
+            anchors=(_anchor(rb"key(?:(?<=private key)|(?<=putty-user-key))"),),
             before=32,
             after=64,
         ),

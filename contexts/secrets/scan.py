@@ -6,6 +6,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from contexts.secrets.values import _credible
 
@@ -36,8 +37,8 @@ def _anchor(
     accept: Callable[[bytes, int], bool] | None = None,
     after: bytes | None = None,
 ) -> _Anchor:
-    """An anchor on `pattern`; with `after`, only where the text starts or one of
-    those characters comes just before (asked inside the scan, not once a hit)."""
+    """An anchor on `pattern`; with `after`, a literal found only where the text starts
+    or one of those characters comes just before it (asked inside the scan, not once a hit)."""
     lead = re.match(rb"(?:[^\\\[\](){}.*+?|^$]|\\[.\-/])*", pattern)
     assert lead is not None  # it matches the empty string at least
     literal = lead.group()
@@ -46,7 +47,9 @@ def _anchor(
     if prefix and pattern[len(literal) : len(literal) + 1] in (b"?", b"*", b"{"):
         prefix = prefix[:-1]
     if after is not None:
-        pattern = rb"(?<![^" + re.escape(after) + rb"])" + pattern
+        # Looked behind from its end, so the scan still starts by finding the literal.
+        assert literal == pattern, "`after` is for a literal"
+        pattern += rb"(?<![^" + re.escape(after) + rb"]" + pattern + rb")"
     return _Anchor(re.compile(pattern), cased, accept, prefix)
 
 
@@ -99,22 +102,29 @@ class _Scan:
         self.named_until = 0  # the end of the last name so read: later hits in it add nothing
         # Each verdict on a value, once a scan: near-matching text repeats its values,
         # and a verdict costs microseconds of Python (kept no longer than the scan).
-        self._verdicts: dict[tuple[object, str, bool, bool], bool] = {}
+        self._verdicts: dict[object, dict[Any, bool]] = {}
+
+    def verdicts_of(self, check: object) -> dict[Any, bool]:
+        """This scan's verdicts of `check`, by what it was asked about."""
+        verdicts = self._verdicts.get(check)
+        if verdicts is None:
+            verdicts = self._verdicts[check] = {}
+        return verdicts
 
     def credible(self, value: str, *, quoted: bool, strict: bool) -> bool:
         """`values._credible`, asked once a scan for each value."""
-        key = (_credible, value, quoted, strict)
-        verdict = self._verdicts.get(key)
+        verdicts, key = self.verdicts_of(_credible), (value, quoted, strict)
+        verdict = verdicts.get(key)
         if verdict is None:
-            verdict = self._verdicts[key] = _credible(value, quoted=quoted, strict=strict)
+            verdict = verdicts[key] = _credible(value, quoted=quoted, strict=strict)
         return verdict
 
     def valid(self, check: Callable[[str], bool], value: str) -> bool:
         """`check(value)`, asked once a scan for each value."""
-        key = (check, value, False, False)
-        verdict = self._verdicts.get(key)
+        verdicts = self.verdicts_of(check)
+        verdict = verdicts.get(value)
         if verdict is None:
-            verdict = self._verdicts[key] = check(value)
+            verdict = verdicts[value] = check(value)
         return verdict
 
     def hits(self, anchor: _Anchor) -> list[int]:
