@@ -513,6 +513,11 @@ def _key_named(folded: bytes, at: int) -> bool:
 # A value of 24 or more after the sign (`= "`, `: `, `=>`): what those rules need.
 _LONG_AFTER_SIGN = re.compile(rb"[=:>\s\"']{0,4}[a-z0-9_\-/+]{24}")
 _LONG_RUN = re.compile(rb"[a-z0-9_\-/+]{24}")
+# What each of those rules holds, in the lower-cased text: `aws`, or a credential's
+# name, its sign (their own forms of it) and a value of 24 or more.
+_NAMED_LONG_VALUE = re.compile(
+    rb"aws|(?:key|pwd|pw|password|pass|token)[\"']?\]? *(?:=|:|:=|=>| +|::) *[\"']?[0-9a-z/+_\-]{24}"
+)
 
 
 def _near_long_values(*finders: Finder, gate: re.Pattern[str]) -> Finder:
@@ -534,7 +539,12 @@ def _near_long_values(*finders: Finder, gate: re.Pattern[str]) -> Finder:
             else:
                 stretches.append((low, high))
         for low, high in stretches:
-            if gate.search(scan.text, low, high) is None:
+            # Their patterns ignore case in Unicode (a Kelvin sign is a `k`): the
+            # lower-cased bytes answer for an ASCII stretch, and faster.
+            if scan.text[low:high].isascii():
+                if _NAMED_LONG_VALUE.search(scan.folded, low, high) is None:
+                    continue
+            elif gate.search(scan.text, low, high) is None:
                 continue
             for finder in finders:
                 yield from finder(scan, low, high, hits)

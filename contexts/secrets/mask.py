@@ -179,13 +179,16 @@ def mask_within(text: str, until: float) -> Masked:
     spans = _pem_blocks(text, found.spans) + _paired(text, found.spans)
     parts: list[str] = []
     kinds: list[str] = []
+    add, mark = parts.append, kinds.append
     at = 0
     for start, end, kind in sorted(spans):
         if start < at:  # overlaps one already cut out (found by two rules, or two pieces)
-            at = max(at, end)
+            if end > at:
+                at = end
             continue
-        parts += [text[at:start], f"[redacted: {kind}]"]
-        kinds.append(kind)
+        add(text[at:start])
+        add(f"[redacted: {kind}]")
+        mark(kind)
         at = end
     withheld = 0
     if found.scanned_to < len(text):
