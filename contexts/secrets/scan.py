@@ -62,8 +62,7 @@ class _Group:
     anchors: tuple[_Anchor, ...]
     before: int = 64
     after: int = 256
-    accept: Callable[[_Scan, int], bool] | None = None
-    # Or all of a piece's hits at once: the accepted ones, in order.
+    # Which of a piece's hits the rules want (all of them at once: one call, not one a hit).
     select: Callable[[_Scan, list[int]], list[int]] | None = None
 
 
@@ -146,8 +145,6 @@ class _Scan:
         for anchor in group.anchors:
             hits += self.hits(anchor)
         hits.sort()
-        if group.accept is not None:
-            hits = [at for at in hits if group.accept(self, at)]
         if group.select is not None:
             hits = group.select(self, hits)
         if not hits:
