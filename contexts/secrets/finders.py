@@ -23,13 +23,16 @@ from contexts.secrets.values import (
 # --- detect-secrets' vendor rules -----------------------------------------------------------
 
 
+# Some patterns take the character around the value too (`(?:\s|"|$)`).
+_AROUND_START, _AROUND_END = " \t\"'=:", " \t\"'\r\n"
+
+
 def _span_of(match: re.Match[str], group: int) -> tuple[int, int]:
     start, end = match.span(group)
     text = match.string
-    # Some patterns take the character around the value too (`(?:\s|"|$)`).
-    while start < end and text[start] in " \t\"'=:":
+    while start < end and text[start] in _AROUND_START:
         start += 1
-    while end > start and text[end - 1] in " \t\"'\r\n":
+    while end > start and text[end - 1] in _AROUND_END:
         end -= 1
     return start, end
 
@@ -46,11 +49,21 @@ def _regex_finder(
 
     def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
         text = scan.text
+        verdicts = scan.verdicts_of(valid)
         for pattern in compiled:
+            which = group if pattern.groups >= group else 0
             for match in pattern.finditer(text, start, end):
-                s, e = _span_of(match, group if pattern.groups >= group else 0)
-                if e <= s or (valid is not None and not valid(text[s:e])):
-                    continue
+                s, e = match.span(which)
+                if s >= e or text[s] in _AROUND_START or text[e - 1] in _AROUND_END:
+                    s, e = _span_of(match, which)
+                    if e <= s:
+                        continue
+                if valid is not None:  # each value judged once a scan (a page of URLs repeats them)
+                    value = text[s:e]
+                    if (verdict := verdicts.get(value)) is None:
+                        verdict = verdicts[value] = valid(value)
+                    if not verdict:
+                        continue
                 if extend is not None and (more := extend.match(text, e)) is not None:
                     e = more.end()
                 yield s, e, kind
@@ -135,14 +148,16 @@ _URL_PASSWORD = re.compile(r"://[^\s:/?#@\[\]\"'<>]*:([^\s/?#@\[\]\"'<>]+)@")
 
 
 def _url_password_valid(password: str) -> bool:
-    heuristic = _heuristic()
     return not (
         password.lower() in _URL_PLACEHOLDERS
-        or heuristic.is_templated_secret(password)
+        or _heuristic().is_templated_secret(password)
         or password.startswith("$")
-        or set(password) <= set("*x")
+        or set(password) <= _STARS
         or _TEMPLATE.search(password)
     )
+
+
+_STARS = frozenset("*x")
 
 
 # --- detect-secrets' keyword rules --------------------------------------------------------------
@@ -174,6 +189,8 @@ def _keyword_finder() -> Finder:
 
     def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
         text, folded = scan.text, scan.folded
+        if name.search(folded, start, end) is None:
+            return  # none of its keywords in the window (`token=`, `"auth":`): nothing to try
         tried: set[int] = set()
         read_until = start  # the end of the last value read: a name inside it is part of it
         for hit in hits:
@@ -208,7 +225,7 @@ def _keyword_finder() -> Finder:
                 identifier = _name_at(text, at, stop)
                 if _NOT_A_SECRET_NAME.search(identifier):
                     continue
-                if not _credible(value, quoted=quoted, strict=pattern is colon):
+                if not scan.credible(value, quoted=quoted, strict=pattern is colon):
                     continue
                 if not quoted and _prose_after(text, e, end, value):
                     continue
@@ -279,7 +296,7 @@ def _auth_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iter
                 continue
             s, e = match.span(1)
             value = text[s:e]
-            if value.lower() in ("bearer", "basic", "token") or not _credible(
+            if value.lower() in ("bearer", "basic", "token") or not scan.credible(
                 value, quoted=False, strict=True
             ):
                 continue
@@ -300,6 +317,8 @@ _TOLD = re.compile(
     rb"(?:\s+(?:(?:was\s+|is\s+|has\s+been\s+)?(?:set|changed|reset)\s+to|will\s+be|should\s+be"
     rb"|has\s+been|is|was|are)|\s*:)" + _VALUE
 )
+# What every match of those starts with, or holds (`api key`).
+_TOLD_NAME = re.compile(rb"pass|pwd|secret|key|token")
 # "set the password to …", "log in with password …": the verb comes first.
 _TOLD_AFTER_VERB = re.compile(rb"(?:password|passphrase)(?:\s+to)?" + _VALUE)
 _VERB_BEFORE = re.compile(
@@ -310,6 +329,8 @@ _VERB_BEFORE = re.compile(
 
 def _told_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
     text, folded = scan.text, scan.folded
+    if _TOLD_NAME.search(folded, start, end) is None:
+        return  # no name it reads in the window (`"auth": …`): nothing to try
     tried: set[int] = set()
     for hit in hits:
         use = scan.uses.get(hit, 0)
@@ -336,7 +357,7 @@ def _told_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iter
             s, e = match.span("value")
             quoted = bool(match.group("q"))
             value = text[s:e] if quoted else text[s:e].rstrip(_TRAILING + "?")
-            if not _credible(value, quoted=quoted, strict=True):
+            if not scan.credible(value, quoted=quoted, strict=True):
                 continue
             yield s, s + len(value), _password_or(text[at : at + 8], "credential")
 
@@ -350,6 +371,8 @@ _RANDOM_VALUE = re.compile(r"[A-Za-z0-9+/=_\-.]{16,}+")
 
 def _assignment_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
     text, folded = scan.text, scan.folded
+    if _RANDOM_VALUE.search(text, start, end) is None:
+        return  # no value long enough in the window: nothing to try
     tried: set[int] = set()
     read_until = start  # the end of the last value read: a hit inside it adds nothing
     for hit in hits:
@@ -418,7 +441,7 @@ _PWD = _anchor(rb"pwd")
 _SECRET = _anchor(rb"secret")
 _KEY = _anchor(rb"key")
 _TOKEN = _anchor(rb"token")
-_AUTH = _anchor(rb"auth")
+_AUTHORIZATION = _anchor(rb"authorization")
 _AUTH_NAME = _anchor(rb"auth(?![a-z])")  # `auth=`, `x-auth:`, not `authentication`
 # What follows a credential's name (the rest of the identifier, a closing quote
 # or bracket) when it is given a value: a sign of assignment, a call or a quote;
@@ -431,31 +454,51 @@ _NAME_USE = re.compile(
 
 
 _ASSIGNED, _TOLD_BY_VERB, _COMPARED, _GIVEN = 1, 2, 4, 8
+_COMPARISON = re.compile(rb"[=!]=")
 
 
-def _named_here(scan: _Scan, at: int) -> bool:
-    """Is the credential name at `at` given a value (`password = …`, `password: …`,
-    "the password is …", "with password …"), or compared with one (`"…" == password`)?
-    How is kept in `scan.uses`, for the rules to try only the hits of their form."""
-    if at < scan.named_until:
-        return False  # `token` in `auth_token = …`: its `auth` was read to the `=`
-    folded = scan.folded
-    named = _NAME_USE.match(folded, at, at + 96)
-    use = 0 if named is None else _ASSIGNED if named.group("sign") else _TOLD_BY_VERB
-    if named is not None:
-        scan.named_until = named.end()
-    low = at - 40 if at > 40 else 0
-    if folded.find(b"==", low, at) >= 0 or folded.find(b"!=", low, at) >= 0:
-        use |= _COMPARED
-    if folded.startswith(b"pass", at) and _VERB_BEFORE.search(folded, max(0, at - 40), at):
-        use |= _GIVEN
-    if use:
-        scan.uses[at] = use
-        if use & _ASSIGNED:
-            assert named is not None
-            scan.signs[at] = named.group("sign")
-            scan.sign_ends[at] = named.end()
-    return use != 0
+def _named_here(scan: _Scan, hits: list[int]) -> list[int]:
+    """The hits where a credential's name is given a value (`password = …`, `password: …`,
+    "the password is …", "with password …"), or compared with one (`"…" == password`).
+    How is kept in `scan.uses`, for the rules to try only the hits of their form.
+
+    One loop for all of a piece's hits, the lookups bound once: near-matching
+    text has a name every few characters, and this runs for each."""
+    folded, uses, signs, sign_ends = scan.folded, scan.uses, scan.signs, scan.sign_ends
+    name_use = _NAME_USE.match
+    # Asked once a piece: most have no comparison at all.
+    compared = _COMPARISON.search if _COMPARISON.search(folded) is not None else None
+    named_until = scan.named_until
+    accepted = []
+    for at in hits:
+        if at < named_until:
+            continue  # `token` in `auth_token = …`: its `auth` was read to the `=`
+        named = name_use(folded, at, at + 96)
+        sign = None
+        if named is None:
+            use = 0
+        else:
+            named_until = named_end = named.end()
+            sign = named.group(1)
+            use = _ASSIGNED if sign else _TOLD_BY_VERB
+        low = at - 40 if at > 40 else 0
+        if compared is not None and compared(folded, low, at) is not None:
+            use |= _COMPARED
+        # Each form of the verb ends in a space: the byte before tells most hits at once.
+        if (
+            folded.startswith(b"pass", at)
+            and folded[at - 1 : at].isspace()
+            and _VERB_BEFORE.search(folded, low, at)
+        ):
+            use |= _GIVEN
+        if use:
+            uses[at] = use
+            accepted.append(at)
+            if sign:
+                signs[at] = sign
+                sign_ends[at] = named_end
+    scan.named_until = named_until
+    return accepted
 
 
 # What comes before `key` in detect-secrets' keywords (`api_key`, `db_key`…).
@@ -469,12 +512,22 @@ def _key_named(folded: bytes, at: int) -> bool:
 
 # A value of 24 or more after the sign (`= "`, `: `, `=>`): what those rules need.
 _LONG_AFTER_SIGN = re.compile(rb"[=:>\s\"']{0,4}[a-z0-9_\-/+]{24}")
+_LONG_RUN = re.compile(rb"[a-z0-9_\-/+]{24}")
+# What each of those rules holds, in the lower-cased text: `aws`, or a credential's
+# name, its sign (their own forms of it) and a value of 24 or more.
+_NAMED_LONG_VALUE = re.compile(
+    rb"aws|(?:key|pwd|pw|password|pass|token)[\"']?\]? *(?:=|:|:=|=>| +|::) *[\"']?[0-9a-z/+_\-]{24}"
+)
 
 
-def _near_long_values(*finders: Finder) -> Finder:
-    """Rules for `name = <long value>`, tried only around names with one just after."""
+def _near_long_values(*finders: Finder, gate: re.Pattern[str]) -> Finder:
+    """Rules for `name = <long value>`, tried only around names with one just after,
+    and only where `gate` (all their patterns as one) finds something: a line of
+    `KEY=value` is asked once, not once a rule."""
 
     def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+        if _LONG_RUN.search(scan.folded, start, end) is None:
+            return  # no value that long in the window: no name has one after it
         stretches: list[tuple[int, int]] = []
         for hit in hits:
             after = scan.sign_ends.get(hit)
@@ -486,6 +539,13 @@ def _near_long_values(*finders: Finder) -> Finder:
             else:
                 stretches.append((low, high))
         for low, high in stretches:
+            # Their patterns ignore case in Unicode (a Kelvin sign is a `k`): the
+            # lower-cased bytes answer for an ASCII stretch, and faster.
+            if scan.text[low:high].isascii():
+                if _NAMED_LONG_VALUE.search(scan.folded, low, high) is None:
+                    continue
+            elif gate.search(scan.text, low, high) is None:
+                continue
             for finder in finders:
                 yield from finder(scan, low, high, hits)
 

@@ -13,6 +13,7 @@ look like any hash. The pair rules mask the secret that stands near its id.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -76,15 +77,23 @@ def _pieces(text: str) -> Iterator[tuple[int, int]]:
         at = end if text[end - 1] == "\n" else end - _OVERLAP
 
 
-def _piece_spans(text: str, offset: int) -> Iterator[Span]:
+def _piece_spans(text: str, offset: int, *, first_only: bool = False) -> list[Span]:
+    """The credentials in one piece (the first only, if asked), placed in the whole text."""
     scan = _Scan(text)
     if len(text) < _SHORT and not _any_anchor(scan):
-        return
+        return []
+    spans: list[Span] = []
     for group in _groups():
         for start, end, hits in scan.windows(group):
             for finder in group.finders:
-                for s, e, kind in finder(scan, start, end, hits):
-                    yield s + offset, e + offset, kind
+                if first_only:
+                    for span in finder(scan, start, end, hits):
+                        return [(span[0] + offset, span[1] + offset, span[2])]
+                else:
+                    spans += finder(scan, start, end, hits)
+    if offset:
+        spans = [(s + offset, e + offset, kind) for s, e, kind in spans]
+    return spans
 
 
 def spans_within(text: str, until: float, *, first_only: bool = False) -> _Found:
@@ -93,15 +102,17 @@ def spans_within(text: str, until: float, *, first_only: bool = False) -> _Found
     for start, end in _pieces(text):
         if spent(until):
             return found
-        for span in _piece_spans(text[start:end], start):
-            found.spans.append(span)
-            if first_only:
-                found.scanned_to = len(text)
-                return found
+        spans = _piece_spans(text[start:end], start, first_only=first_only)
+        found.spans += spans
+        if first_only and spans:
+            found.scanned_to = len(text)
+            return found
         found.scanned_to = end
     found.scanned_to = len(text)
     return found
 
+
+_KIND = operator.itemgetter(2)
 
 # --- pairs --------------------------------------------------------------------------------------
 
@@ -121,6 +132,8 @@ def _paired(text: str, spans: list[Span]) -> list[Span]:
     (ids close together share one: a page of AWS ids is not read 40 times over)."""
     more: list[Span] = []
     for id_kind, shape, group, secret_kind in _PAIRS:
+        if id_kind not in map(_KIND, spans):  # asked in C: most texts have no id
+            continue
         stretches: list[tuple[int, int]] = []
         for start, end, kind in sorted(spans):
             if kind != id_kind:
@@ -142,6 +155,8 @@ def _paired(text: str, spans: list[Span]) -> list[Span]:
 
 def _pem_blocks(text: str, spans: list[Span]) -> list[Span]:
     """A private key's span widened to its whole block, header to footer (or to the end)."""
+    if "private key" not in map(_KIND, spans):
+        return spans
     footers: list[tuple[int, int]] | None = None
     out: list[Span] = []
     for start, end, kind in spans:
@@ -164,13 +179,16 @@ def mask_within(text: str, until: float) -> Masked:
     spans = _pem_blocks(text, found.spans) + _paired(text, found.spans)
     parts: list[str] = []
     kinds: list[str] = []
+    add, mark = parts.append, kinds.append
     at = 0
     for start, end, kind in sorted(spans):
         if start < at:  # overlaps one already cut out (found by two rules, or two pieces)
-            at = max(at, end)
+            if end > at:
+                at = end
             continue
-        parts += [text[at:start], f"[redacted: {kind}]"]
-        kinds.append(kind)
+        add(text[at:start])
+        add(f"[redacted: {kind}]")
+        mark(kind)
         at = end
     withheld = 0
     if found.scanned_to < len(text):

@@ -3,14 +3,16 @@ that says whether any of their anchors occurs at all."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import importlib
 import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contexts.secrets.finders import (
-    _AUTH,
     _AUTH_NAME,
+    _AUTHORIZATION,
     _KEY,
     _PASS,
     _PWD,
@@ -28,13 +30,37 @@ from contexts.secrets.finders import (
     _url_password_valid,
     _vendor_finders,
 )
-from contexts.secrets.scan import Finder, _anchor, _Group, _Scan
+from contexts.secrets.scan import Finder, Span, _anchor, _Group, _Scan
 from contexts.secrets.shapes import _azure_finder, _base64_finder, _command_finder
 from contexts.secrets.values import _heuristic
 
 _PEM_HEADER = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
 # A PEM block's header names it; its body runs to the matching footer.
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]+-----")
+
+
+def _private_key_finder(headers: list[re.Pattern[str]]) -> Finder:
+    """PEM headers (`-----BEGIN … PRIVATE KEY-----`), and detect-secrets' headers
+    outside them (`BEGIN RSA PRIVATE KEY` alone, PuTTY's). Its headers are literals
+    that cannot overlap, so one scan finds them all; one inside a PEM header is
+    that header again, its block the same (`mask._pem_blocks`): a page of headers
+    is not masked twice over."""
+    theirs = _one_of(headers)
+
+    def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+        text = scan.text
+        starts, ends = [], []
+        for match in _PEM_HEADER.finditer(text, start, end):
+            starts.append(match.start())
+            ends.append(match.end())
+            yield match.start(), match.end(), "private key"
+        for match in theirs.finditer(text, start, end):
+            s, e = match.span()
+            at = bisect.bisect_left(ends, e)  # the PEM header that ends first at or after it
+            if at == len(ends) or starts[at] > s:
+                yield s, e, "private key"
+
+    return find
 
 
 @functools.cache
@@ -109,7 +135,6 @@ def _vendor_groups() -> tuple[_Group, ...]:
 
 def _shape_groups() -> tuple[_Group, ...]:
     """Tokens known by their shape: bot tokens, npm's `_authToken`, PEM keys, JWTs."""
-    private_keys = [_PEM_HEADER, *_plugin("private_key.PrivateKeyDetector").denylist]
     return (
         _Group(
             finders=(
@@ -128,15 +153,14 @@ def _shape_groups() -> tuple[_Group, ...]:
         ),
         _Group(
             finders=(_rule("npm token", "npm.NpmDetector", group=1),),
-            anchors=(_TOKEN,),
-            accept=lambda scan, at: scan.folded.endswith(b"_auth", 0, at),
+            # npm's `_authToken`: the look behind is asked inside the scan, not once a `token`.
+            anchors=(_anchor(rb"token(?<=_authtoken)"),),
             before=256,
             after=256,
         ),
         _Group(
-            finders=(_regex_finder("private key", private_keys),),
-            anchors=(_KEY,),
-            accept=lambda scan, at: scan.folded.endswith((b"private ", b"putty-user-"), 0, at),
+            finders=(_private_key_finder(_plugin("private_key.PrivateKeyDetector").denylist),),
+            anchors=(_anchor(rb"key(?:(?<=private key)|(?<=putty-user-key))"),),
             before=32,
             after=64,
         ),
@@ -144,7 +168,7 @@ def _shape_groups() -> tuple[_Group, ...]:
         _Group(
             finders=(_azure_finder,),
             anchors=(
-                _anchor(rb"sig=", accept=lambda folded, at: folded[at - 1 : at] in b"?&;"),
+                _anchor(rb"sig=", after=b"?&;"),
                 _anchor(rb"sharedaccesskey="),
                 _anchor(rb"Q~", cased=True),
             ),
@@ -160,7 +184,7 @@ def _shape_groups() -> tuple[_Group, ...]:
         _Group(
             finders=(_command_finder,),
             anchors=(
-                _anchor(rb"-u", accept=lambda folded, at: folded[at - 1 : at] in b" \t-"),
+                _anchor(rb"-u", after=b" \t-"),
                 *(_anchor(name) for name in _COMMAND_NAMES),
             ),
             before=8,
@@ -181,14 +205,19 @@ def _named_groups() -> tuple[_Group, ...]:
     aws_secret = _plugin("aws.AWSKeyDetector").denylist[1]
     cloudant = _plugin("cloudant.CloudantDetector").denylist
     softlayer = _plugin("softlayer.SoftlayerDetector").denylist
+    ibm_iam = _plugin("ibm_cloud_iam.IbmCloudIamDetector").denylist
+    ibm_cos = _plugin("ibm_cos_hmac.IbmCosHmacDetector").denylist
+    long_values = [aws_secret, *ibm_iam, *ibm_cos, *cloudant[:2], *softlayer[:1]]
     return (
         _Group(
             finders=(
-                _rule(
-                    "password in a URL",
-                    "basic_auth.BasicAuthDetector",
-                    group=1,
-                    valid=_url_password_valid,
+                _only_with_quote_or_bracket(
+                    _rule(
+                        "password in a URL",
+                        "basic_auth.BasicAuthDetector",
+                        group=1,
+                        valid=_url_password_valid,
+                    )
                 ),
                 _regex_finder(
                     "password in a URL", [_URL_PASSWORD], group=1, valid=_url_password_valid
@@ -204,8 +233,7 @@ def _named_groups() -> tuple[_Group, ...]:
         ),
         _Group(
             finders=(_auth_finder,),
-            anchors=(_AUTH, _anchor(rb"bearer")),
-            accept=lambda scan, at: scan.folded.startswith((b"authorization", b"bearer"), at),
+            anchors=(_AUTHORIZATION, _anchor(rb"bearer")),
             before=0,
             after=8192,
         ),
@@ -219,6 +247,7 @@ def _named_groups() -> tuple[_Group, ...]:
                     _rule("IBM COS HMAC key", "ibm_cos_hmac.IbmCosHmacDetector", group=1),
                     _regex_finder("Cloudant credential", cloudant[:2], group=1),
                     _regex_finder("SoftLayer key", softlayer[:1], group=1),
+                    gate=_one_of(long_values),
                 ),
                 _keyword_finder(),
                 _told_finder,
@@ -227,9 +256,32 @@ def _named_groups() -> tuple[_Group, ...]:
             anchors=(_PASS, _PWD, _SECRET, _KEY, _TOKEN, _AUTH_NAME, _anchor(rb"contrase")),
             before=160,
             after=256,
-            accept=_named_here,
+            select=_named_here,
         ),
     )
+
+
+def _one_of(patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
+    """A pattern that finds something wherever one of `patterns` would (same flags)."""
+    assert len({p.flags for p in patterns}) == 1
+    return re.compile("|".join(f"(?:{p.pattern})" for p in patterns), patterns[0].flags)
+
+
+# What detect-secrets' URL pattern takes in a userinfo and memflow's (`finders._URL_PASSWORD`) not.
+_QUOTE_OR_BRACKET = re.compile(r"[\"<>]")
+
+
+def _only_with_quote_or_bracket(finder: Finder) -> Finder:
+    """detect-secrets' URL rule, where it can find what memflow's misses. Its userinfo
+    leaves out every character memflow's does but `"`, `<` and `>`: without one of
+    those in the window, each of its passwords is one memflow's finds, with the
+    same span, and a page of URLs would be read and judged twice."""
+
+    def find(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
+        if _QUOTE_OR_BRACKET.search(scan.text, start, end) is not None:
+            yield from finder(scan, start, end, hits)
+
+    return find
 
 
 # The commands that take a password as an argument (shapes._COMMANDS).

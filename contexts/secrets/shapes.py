@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from contexts.secrets.scan import Span, _near, _Scan
-from contexts.secrets.values import _URL_PLACEHOLDERS, _credible, _entropy
+from contexts.secrets.values import _URL_PLACEHOLDERS, _entropy
 
 # --- Azure ------------------------------------------------------------------------------------
 
@@ -28,8 +28,14 @@ _CLIENT_SECRET = re.compile(
 )
 
 
+# What each of those holds: a run of 30 characters of a signature or a key, or 31 of a secret.
+_AZURE_RUN = re.compile(r"[A-Za-z0-9+/=%]{30}|[A-Za-z0-9_~.\-]{31}")
+
+
 def _azure_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> Iterator[Span]:
     text = scan.text
+    if _AZURE_RUN.search(text, start, end) is None:
+        return  # no run that long in the window (`&sig=&sig=…`): nothing to try
     for hit in hits:
         stop = _near(hit, end)
         for pattern, kind in ((_SAS_SIG, "Azure SAS signature"), (_SHARED_KEY, "Azure shared key")):
@@ -118,16 +124,24 @@ def _command_finder(scan: _Scan, start: int, end: int, hits: Sequence[int]) -> I
             continue
         at = hit - 1 if hit > 0 and text[hit - 1] == "-" else hit  # `--user` at its `-u`
         stop = _near(hit, end, 320)
-        for pattern in _COMMANDS:
+        # Each form starts with its own literal: `-u`/`--user`, or the command's name.
+        for pattern in _USER_OPTION if text[at] == "-" else _COMMANDS[1:]:
             match = pattern.match(text, at, stop)
             if match is None:
                 continue
             read_until = match.end()
-            value = match.group("value")
-            quoted = bool(match.group("q"))
-            if _WORD.match(value).group().lower() in _URL_PLACEHOLDERS:  # type: ignore[union-attr]
+            value, quoted = match.group("value", "q")
+            if scan.valid(_placeholder, value):
                 break  # `--user <user:password>`, `-u 'user:password;auth=NTLM'`: documentation
             # `-u 1000:1000`, `-u user:group`: ids, not passwords (strict wants a typed one).
-            if _credible(value, quoted=quoted, strict=pattern is _COMMANDS[0]):
+            if scan.credible(value, quoted=bool(quoted), strict=pattern is _COMMANDS[0]):
                 yield match.start("value"), match.end("value"), "password on a command line"
             break
+
+
+_USER_OPTION = _COMMANDS[:1]
+
+
+def _placeholder(value: str) -> bool:
+    """`user:password`, `<password>`: what documentation writes where one goes."""
+    return _WORD.match(value).group().lower() in _URL_PLACEHOLDERS  # type: ignore[union-attr]

@@ -16,8 +16,8 @@ refuses ordinary text, and what a megabyte of text costs it.
   which must pass: caught and refused counts;
 - adversarial cost: `redact_secrets` over a megabyte of each near-matching
   text review #33 named (repeated `password=`, PEM headers, `eyJ` prefixes,
-  `KEY=value` lines, …), in ms per MB with no budget, and the worst of them
-  against ordinary prose (the curl commits, else the test logs).
+  `KEY=value` lines, …), in ms per MB with no budget (the best of three runs),
+  and the worst of them against ordinary prose (the curl commits, else the test logs).
 """
 
 from __future__ import annotations
@@ -208,7 +208,10 @@ def _ms_per_mb(text: str) -> float:
 def adversarial_cost(prose: list[str]) -> dict[str, Any]:
     """ms per MB of `redact_secrets` on each adversarial text, and the worst against prose."""
     secrets.find_secret("warm up: the rules are built on first use")
-    costs = {name: _ms_per_mb(text) for name, text in adversarial_texts().items()}
+    # The best of three, as for prose: one run on a busy machine says more about the machine.
+    costs = {
+        name: min(_ms_per_mb(text) for _ in range(3)) for name, text in adversarial_texts().items()
+    }
     whole = "\n\n".join(prose)
     baseline = min(_ms_per_mb(whole) for _ in range(3)) if whole else None
     worst = max(costs, key=lambda name: costs[name])
