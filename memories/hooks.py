@@ -33,6 +33,7 @@ from contexts.models import SessionEvent, Workspace
 from contexts.tenancy.knobs import knob
 from memories import core, rendering, selectors, services, why
 from memories.embeddings import Embedder, Kind
+from memories.long_prompts import prompt_kept_whole
 from memories.models import InjectionEvent, Memory
 from memories.selectors.prompts import BLOCK_PROMPT_SHARE
 
@@ -439,13 +440,18 @@ def rehearse_and_capture(ctx: HookContext, blocks: list[Block]) -> None:
         services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
         return
     nearest = ctx.cache.get(f"memories:nearest:{prompt}")
+    text, metadata = prompt, {}
     try:
+        # Longer than the workspace keeps: the whole is stored, the memory is an excerpt.
+        long = prompt_kept_whole(workspace=ctx.workspace, prompt=prompt, session=ctx.session)
+        if long is not None:
+            (text, metadata), nearest = long, None
         services.memory_remember_bulk(
             workspace=ctx.workspace,
-            items=[services.RememberInput(text=prompt, source="hook", app=ctx.app)],
+            items=[services.RememberInput(text=text, source="hook", app=ctx.app, metadata=metadata)],
             user=ctx.user,
             session=ctx.session,
-            vectors=np.stack([_prompt_vector(ctx, prompt, "passage")]),
+            vectors=np.stack([_prompt_vector(ctx, text, "passage")]),
             vectors_model=_embedder(ctx).model_id,
             nearest=None if nearest is None else [nearest],
             rehearse=recalled,
