@@ -75,7 +75,7 @@ def memory_recall(
     query: str,
     k: int = 10,
     filters: MemoryFilters | None = None,
-    vector: np.ndarray | Callable[[], np.ndarray] | None = None,
+    vector: np.ndarray | Callable[[], np.ndarray | None] | None = None,
     vector_model: str | None = None,
     arms: str = "hybrid",
     now: datetime | None = None,
@@ -108,6 +108,8 @@ def memory_recall(
     features = LexicalFeatures.of(parsed, stats, query)
     if callable(vector):
         vector = vector()
+        if vector is None:  # not there within a hook's wait: recall by the words alone
+            arms = "lexical"
     if arms in ("hybrid", "dense") and (vector is None or vector_model is None):
         vector, vector_model, arms = _query_vector(workspace, query, vector, vector_model, arms)
     dense, lexical_result = _run_arms(
