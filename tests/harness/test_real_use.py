@@ -8,18 +8,31 @@ still recalls and records, or says once where the person sees it why not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
 
+import httpx
 import pytest
 
 from contexts.models import SessionEvent
-
 from tests.harness.conftest import Account, HarnessMaker, memflow_env
-from tests.harness.fake_model import Text, strings
+from tests.harness.fake_model import Text, ToolUse, strings
 from tests.harness.test_claude_code import hook_types, report_hook_seconds
-from tests.memflow_site.helpers import MEMFLOW, Served
+from tests.memflow_site.helpers import (
+    MEMFLOW,
+    Served,
+    database_url_for_tests,
+    env_for,
+    serving,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -152,3 +165,97 @@ def test_status_names_http_hooks_that_will_post_without_the_key(
     h.install_hooks()
     assert set(hook_types(h).values()) == {"command"}
     assert status(h, {})["problems"] == []
+
+
+@contextmanager
+def busy_machine(spinners: int = 2) -> Iterator[None]:
+    """Processes spinning on every core (started here, stopped after): a loaded machine."""
+    spinning = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(spinners)
+    ]
+    try:
+        yield
+    finally:
+        for process in spinning:
+            process.kill()
+            process.wait()
+
+
+def eventually(check: Callable[[], bool], guard: float = 180) -> bool:
+    """Poll `check` until it holds; the guard turns a hang into a failure, not a speed limit."""
+    deadline = time.monotonic() + guard
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def hook_texts(account: Account) -> list[str]:
+    memories = account.api.get("/memories/?status=all&limit=50").json()["results"]
+    return [m["text"] for m in memories if m["source"] == "hook"]
+
+
+def said_to_person(run) -> list[str]:
+    """The systemMessages memflow's hooks gave the person, in order."""
+    said = []
+    for hook in run.hooks():
+        with contextlib.suppress(ValueError):
+            message = json.loads(hook.get("stdout") or "{}").get("systemMessage")
+            if message:
+                said.append(message)
+    return said
+
+
+def test_right_after_a_restart_on_a_busy_machine_prompts_are_answered_and_kept(
+    harness: HarnessMaker, live: Served, account: Account, tmp_path: Path
+) -> None:
+    fact = account.api.post(
+        "/memories/", json={"text": "The billing worker retries failed charges 3 times."}
+    ).json()
+    later_activity(account)
+    env = env_for(tmp_path / "restarted", database_url=database_url_for_tests())
+    prompt = "how does the billing worker handle failed charges?"
+    with busy_machine(), serving(env, "--no-worker") as restarted:
+        health = httpx.get(f"{restarted.url}/api/v1/health", timeout=30).json()
+        # Live (it answers) before it is ready (its embedding model loads).
+        assert health["live"] is True and health["ready"] is False, health
+        h = harness(memflow_env(restarted.url, account.key, account.workspace.slug, budget=""))
+        h.install_hooks()
+        run = h.run(prompt, [Text("It retries three times.")])
+
+        assert run.result["subtype"] == "success", run.stderr
+        by_event = {hook["hook_event"]: hook for hook in run.hooks()}
+        # Answered within its 1 s, by the prompt's words, rather than cut off.
+        assert by_event["UserPromptSubmit"]["outcome"] == "success", by_event
+        said = "\n".join(strings(h.model.main_requests()[0].body["messages"]))
+        assert f"#{fact['id']}" in said[said.index("<memflow-recall") :]
+        # The person is told once why recall is by words only for now.
+        told = [m for m in said_to_person(run) if "still loading" in m]
+        assert len(told) == 1, said_to_person(run)
+        # And what they typed is kept once the model is there.
+        assert eventually(lambda: hook_texts(account) == [prompt]), hook_texts(account)
+        ready = httpx.get(f"{restarted.url}/api/v1/health?ready=1", timeout=30)
+        assert ready.status_code == 200 and ready.json()["ready"] is True
+
+
+def test_on_a_busy_machine_a_slow_hook_skips_no_one(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    # A budget a busy machine runs hooks out of (the default 1 s, scaled to this test).
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug, budget="0.25"))
+    h.install_hooks("--project", "--command-hooks")
+    prompts = ["first session: list the build directory", "second session: list it again"]
+    script = [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")]
+    # Two sessions at once, as in two terminals.
+    with busy_machine(spinners=4), ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda prompt: h.run(prompt, script), prompts))
+
+    for run in runs:
+        assert run.result["subtype"] == "success", run.stderr
+        # However slow, the person hears of it once a session at most.
+        assert len(said_to_person(run)) <= 1, said_to_person(run)
+    # A hook that ran out of time in the first session did not cost the second its memory.
+    assert eventually(lambda: sorted(hook_texts(account)) == sorted(prompts)), hook_texts(account)
+    state = h.home / ".local" / "state" / "memflow" / "hook-skip.json"
+    assert not state.exists() or live.url not in json.loads(state.read_text())
