@@ -47,6 +47,10 @@ RECALL_NOTE = (
 # (it folds into one of its DEDUPE_NEIGHBOURS nearest plain entries; a few
 # more cover state entries, which never fold).
 NEAREST_KEPT = 10
+# What of a prompt is embedded: the models read a few hundred tokens at most,
+# and tokenizing a pasted 44 KB trace only to drop all but its start cost
+# a hook tens of milliseconds.
+EMBED_CHARS = 4_000
 
 
 def _embedder(ctx: HookContext) -> Embedder | None:
@@ -78,7 +82,7 @@ def _prompt_vector(ctx: HookContext, text: str, kind: Kind = "query") -> np.ndar
             return None
         ctx.cache[key] = found
     if found is None:
-        found = ctx.cache[key] = embedder.encode_one(text, kind=kind)
+        found = ctx.cache[key] = embedder.encode_one(text[:EMBED_CHARS], kind=kind)
     vector: np.ndarray = found
     return vector
 
@@ -104,7 +108,9 @@ def embed_early(workspace: Workspace, prompt: str, cache: dict[str, Any]) -> Non
         return  # still loading: the hook recalls by words (hook_degraded)
     kinds: tuple[Kind, ...] = ("query",) if embedder.symmetric else ("query", "passage")
     for kind in kinds:
-        cache[_vector_key(embedder, prompt, kind)] = embedder.encode_soon(prompt, kind=kind)
+        cache[_vector_key(embedder, prompt, kind)] = embedder.encode_soon(
+            prompt[:EMBED_CHARS], kind=kind
+        )
 
 
 def _per_turn_query(ctx: HookContext) -> str | None:

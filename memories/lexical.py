@@ -164,7 +164,7 @@ class Query:
 
 def parse_query(text: str) -> Query:
     """Query terms: like a document's, but CJK single characters only when a run is one character."""
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", query_window(text))
     seen: dict[str, str] = {}
     identifiers: list[str] = []
     chunks = _CHUNK.findall(text)
@@ -198,6 +198,18 @@ def parse_query(text: str) -> Query:
 MAX_QUERY_TERMS = 96
 MAX_QUERY_TAIL_TERMS = 32
 MAX_QUERY_IDENTIFIERS = 24
+
+
+MAX_QUERY_HEAD_CHARS = 6_000
+MAX_QUERY_TAIL_CHARS = 2_000
+
+
+def query_window(text: str) -> str:
+    """The part of a long query whose terms are kept (its opening and its end): the
+    rest would be parsed only to be dropped by `bounded_query`."""
+    if len(text) <= MAX_QUERY_HEAD_CHARS + MAX_QUERY_TAIL_CHARS:
+        return text
+    return f"{text[:MAX_QUERY_HEAD_CHARS]}\n{text[-MAX_QUERY_TAIL_CHARS:]}"
 
 
 def bounded_query(query: Query) -> Query:

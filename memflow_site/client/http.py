@@ -35,9 +35,7 @@ def request(
 ) -> tuple[int, bytes]:
     """(status, body) of one exchange that never outlives `deadline` (time.monotonic())."""
     try:
-        sock = socket.create_connection(
-            (host, port), timeout=min(connect_timeout, _left(deadline))
-        )
+        sock = socket.create_connection((host, port), timeout=min(connect_timeout, _left(deadline)))
     except TimeoutError as exc:
         raise Unreachable(f"no connection to {host}:{port} within {connect_timeout:g} s") from exc
     try:

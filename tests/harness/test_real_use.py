@@ -68,7 +68,9 @@ def test_a_pasted_44_kb_stack_trace_is_recalled_with_and_captured_whole(
 ) -> None:
     fact = account.api.post(
         "/memories/",
-        json={"text": "GatewayTimeout in the billing worker: the charge gateway needs a VPN route."},
+        json={
+            "text": "GatewayTimeout in the billing worker: the charge gateway needs a VPN route."
+        },
     ).json()
     later_activity(account)
     h = harness(memflow_env(live.url, account.key, account.workspace.slug))
@@ -120,9 +122,7 @@ def test_hooks_work_from_a_shell_that_has_the_key_only_in_the_config_file(
     config = h.home / ".config" / "memflow" / "config.json"
     config.parent.mkdir(parents=True)
     config.write_text(
-        json.dumps(
-            {"url": live.url, "api_key": account.key, "workspace": account.workspace.slug}
-        )
+        json.dumps({"url": live.url, "api_key": account.key, "workspace": account.workspace.slug})
     )
     h.install_hooks()  # from the shell where the key is exported too
     # A new terminal, an IDE: nothing exported, the config file alone.
