@@ -18,6 +18,7 @@ from contexts.flowctx import services as flowctx
 from contexts.models import AgentSession, Workspace
 from contexts.tenancy.knobs import knob
 
+NO_PROJECTION = 10**9
 # Of the excerpt's room, the share given to the end of the text.
 TAIL_SHARE = 0.25
 ELISION = "\n[… {skipped:,} characters; the whole prompt is stored as ref {sha} …]\n"
@@ -36,6 +37,9 @@ def prompt_kept_whole(
         content_type="text/plain; charset=utf-8",
         tool_name="user-prompt",
         session=session,
+        # No projection: the memory holds its own excerpt, and projecting a
+        # pasted log costs the prompt's hook time it does not have.
+        budget_tokens=NO_PROJECTION,
     )
     flowctx.compression_pin(ref=stored.ref, pinned=True)
     sha = stored.ref.sha256
