@@ -1,9 +1,16 @@
-"""`GET /api/v1/health`: is this process able to serve? No authentication."""
+"""`GET /api/v1/health`: is this process able to serve? No authentication.
+
+Live and ready are two answers: the process answers and its database works
+(`status` ok, 200) well before its embedding model has loaded (20-95 s after
+a restart), and hooks are answered meanwhile by the words of a prompt
+alone. `ready` says whether the model is there too; `?ready=1` asks for
+readiness, answering 503 until then (a load balancer's readiness probe).
+"""
 
 from __future__ import annotations
 
 from django.db import connection
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -20,10 +27,15 @@ class HealthApi(APIView):
 
     @extend_schema(
         operation_id="health",
+        parameters=[
+            OpenApiParameter("ready", bool, description="503 until the embedding model is loaded")
+        ],
         responses=inline_serializer(
             "Health",
             {
                 "status": serializers.ChoiceField(choices=["ok", "degraded"]),
+                "live": serializers.BooleanField(),
+                "ready": serializers.BooleanField(),
                 "database": serializers.CharField(),
                 "embeddings": serializers.CharField(),
                 "version": serializers.CharField(),
@@ -42,12 +54,16 @@ class HealthApi(APIView):
             state, f"error: {error}"
         )
         healthy = database == "ok" and state != "error"
+        ready = healthy and state == "ready"
+        asks_ready = request.query_params.get("ready") not in (None, "", "0", "false")
         return Response(
             {
                 "status": "ok" if healthy else "degraded",
+                "live": True,
+                "ready": ready,
                 "database": database,
                 "embeddings": embedding_text,
                 "version": __version__,
             },
-            status=200 if healthy else 503,
+            status=200 if (ready if asks_ready else healthy) else 503,
         )

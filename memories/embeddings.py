@@ -251,6 +251,21 @@ def get_embedder(backend: str | None = None) -> Embedder:
         return embedder
 
 
+def embedder_now(backend: str | None = None) -> Embedder | None:
+    """The embedder for `backend`, or None while another thread is loading a model.
+
+    For a caller with a budget (a hook): `get_embedder` waits for a load
+    under way, which after a restart takes 20-95 s; this never waits for one.
+    With nothing loading it loads as `get_embedder` does.
+    """
+    found = _embedders.get(backend or DEFAULT_BACKEND)
+    if found is not None:
+        return found
+    if _lock.locked():
+        return None
+    return get_embedder(backend)
+
+
 def _check_dimension(embedder: Embedder) -> None:
     if embedder.dimension != settings.EMBEDDING_DIM:
         raise EmbedderUnavailable(

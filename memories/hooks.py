@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Iterable
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,9 @@ from contexts.hooks import (
 )
 from contexts.models import SessionEvent, Workspace
 from contexts.tenancy.knobs import knob
-from memories import core, rendering, selectors, services, why
+from memories import core, hook_degraded, rendering, selectors, services, why
 from memories.embeddings import Embedder, Kind
+from memories.long_prompts import prompt_kept_whole
 from memories.models import InjectionEvent, Memory
 from memories.selectors.prompts import BLOCK_PROMPT_SHARE
 
@@ -45,13 +47,17 @@ RECALL_NOTE = (
 # (it folds into one of its DEDUPE_NEIGHBOURS nearest plain entries; a few
 # more cover state entries, which never fold).
 NEAREST_KEPT = 10
+# What of a prompt is embedded: the models read a few hundred tokens at most,
+# and tokenizing a pasted 44 KB trace only to drop all but its start cost
+# a hook tens of milliseconds.
+EMBED_CHARS = 4_000
 
 
-def _embedder(ctx: HookContext) -> Embedder:
-    """The workspace's embedder, looked up once per hook call."""
+def _embedder(ctx: HookContext) -> Embedder | None:
+    """The workspace's embedder, looked up once per hook call; None while it loads."""
     if "memories:embedder" not in ctx.cache:
-        ctx.cache["memories:embedder"] = selectors.embedder_for(ctx.workspace)
-    embedder: Embedder = ctx.cache["memories:embedder"]
+        ctx.cache["memories:embedder"] = selectors.embedder_now(ctx.workspace)
+    embedder: Embedder | None = ctx.cache["memories:embedder"]
     return embedder
 
 
@@ -61,16 +67,32 @@ def _vector_key(embedder: Embedder, text: str, kind: Kind) -> str:
     return f"vector:{'query' if embedder.symmetric else kind}:{text}"
 
 
-def _prompt_vector(ctx: HookContext, text: str, kind: Kind = "query") -> np.ndarray:
-    """The prompt's embedding, computed once per hook call and shared (started early by embed_early)."""
+def _prompt_vector(ctx: HookContext, text: str, kind: Kind = "query") -> np.ndarray | None:
+    """The prompt's embedding, computed once per hook call and shared (started early by
+    embed_early); None when the model is loading or the embedding is not there within
+    the hook's wait (hook_degraded), and the hook goes on without it."""
     embedder = _embedder(ctx)
+    if embedder is None:
+        return None
     key = _vector_key(embedder, text, kind)
     found = ctx.cache.get(key)
     if isinstance(found, Future):
-        found = ctx.cache[key] = found.result()
+        found = hook_degraded.vector_in_time(found, hook_degraded.embed_wait())
+        if found is None:
+            return None
+        ctx.cache[key] = found
     if found is None:
-        found = ctx.cache[key] = embedder.encode_one(text, kind=kind)
+        found = ctx.cache[key] = embedder.encode_one(text[:EMBED_CHARS], kind=kind)
     vector: np.ndarray = found
+    return vector
+
+
+def _recall_vector(ctx: HookContext, query: str) -> np.ndarray | None:
+    """The prompt's vector for recall, or None (recall by words), saying why once."""
+    vector = _prompt_vector(ctx, query)
+    if vector is None:
+        loading = _embedder(ctx) is None
+        hook_degraded.tell_once(ctx, hook_degraded.LOADING if loading else hook_degraded.SLOW)
     return vector
 
 
@@ -80,11 +102,15 @@ def embed_early(workspace: Workspace, prompt: str, cache: dict[str, Any]) -> Non
     A prompt that reaches a starter is captured, and recalled with unless the
     session is muted, so the vector is never wasted.
     """
-    embedder = selectors.embedder_for(workspace)
+    embedder = selectors.embedder_now(workspace)
     cache["memories:embedder"] = embedder
+    if embedder is None:
+        return  # still loading: the hook recalls by words (hook_degraded)
     kinds: tuple[Kind, ...] = ("query",) if embedder.symmetric else ("query", "passage")
     for kind in kinds:
-        cache[_vector_key(embedder, prompt, kind)] = embedder.encode_soon(prompt, kind=kind)
+        cache[_vector_key(embedder, prompt, kind)] = embedder.encode_soon(
+            prompt[:EMBED_CHARS], kind=kind
+        )
 
 
 def _per_turn_query(ctx: HookContext) -> str | None:
@@ -243,8 +269,8 @@ def lessons_block(ctx: HookContext) -> Block | None:
         query=query,
         k=k + _room_for_seen(ctx),
         filters=selectors.MemoryFilters(compartment="lessons", viewer_id=ctx.session.user_id),
-        vector=_prompt_vector(ctx, query),
-        vector_model=_embedder(ctx).model_id,
+        vector=lambda: _recall_vector(ctx, query),
+        vector_model=embedder.model_id if (embedder := _embedder(ctx)) is not None else None,
     )
     memories = _unseen(ctx, [h.memory for h in result.hits])[:k]
     if not memories:
@@ -272,6 +298,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         return []
     now = timezone.now()
     k = int(knob(ctx.workspace, "hook_recall_k"))
+    embedder = _embedder(ctx)
     result = selectors.memory_recall(
         workspace=ctx.workspace,
         query=query,
@@ -279,13 +306,13 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         filters=selectors.MemoryFilters(
             exclude_compartments=["lessons"], viewer_id=ctx.session.user_id
         ),
-        vector=lambda: _prompt_vector(ctx, query),
-        vector_model=_embedder(ctx).model_id,
+        vector=lambda: _recall_vector(ctx, query),
+        vector_model=embedder.model_id if embedder is not None else None,
         now=now,
         # The session's own prompts are in the harness's transcript already.
         prompts=selectors.PromptRanking(session_id=ctx.session.pk),
     )
-    if _embedder(ctx).symmetric:
+    if embedder is not None and embedder.symmetric:
         # The dense arm searched with the very vector the capture stores:
         # its ranking is the capture's dedupe neighbourhood (see rehearse_and_capture).
         dense = sorted(
@@ -442,14 +469,27 @@ def rehearse_and_capture(ctx: HookContext, blocks: list[Block]) -> None:
         services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
         return
     nearest = ctx.cache.get(f"memories:nearest:{prompt}")
+    text: str = prompt
+    metadata: dict[str, Any] = {}
     try:
+        # Longer than the workspace keeps: the whole is stored, the memory is an excerpt.
+        long = prompt_kept_whole(workspace=ctx.workspace, prompt=prompt, session=ctx.session)
+        if long is not None:
+            (text, metadata), nearest = long, None
+        item = services.RememberInput(text=text, source="hook", app=ctx.app, metadata=metadata)
+        vector, embedder = _prompt_vector(ctx, text, "passage"), _embedder(ctx)
+        if vector is None or embedder is None:
+            # The model is loading or slow: stored once it has embedded the text.
+            services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
+            hook_degraded.capture_when_ready(partial(_capture_later, ctx, item))
+            return
         services.memory_remember_bulk(
             workspace=ctx.workspace,
-            items=[services.RememberInput(text=prompt, source="hook", app=ctx.app)],
+            items=[item],
             user=ctx.user,
             session=ctx.session,
-            vectors=np.stack([_prompt_vector(ctx, prompt, "passage")]),
-            vectors_model=_embedder(ctx).model_id,
+            vectors=np.stack([vector]),
+            vectors_model=embedder.model_id,
             nearest=None if nearest is None else [nearest],
             rehearse=recalled,
         )
@@ -457,6 +497,16 @@ def rehearse_and_capture(ctx: HookContext, blocks: list[Block]) -> None:
         services.memory_rehearse(ids=recalled, workspace=ctx.workspace)
         # Read by the answer once this observer is over (the pipeline waits for it).
         ctx.skipped_reason = f"not stored: {refused.detail}"
+
+
+def _capture_later(ctx: HookContext, item: services.RememberInput) -> None:
+    """The capture of a prompt the model was not ready for, on hook_degraded's thread."""
+    try:
+        services.memory_remember_bulk(
+            workspace=ctx.workspace, items=[item], user=ctx.user, session=ctx.session
+        )
+    except MemflowError as refused:
+        logger.info("a prompt held for the embedding model was not stored: %s", refused.detail)
 
 
 def register() -> None:

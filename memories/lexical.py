@@ -164,7 +164,7 @@ class Query:
 
 def parse_query(text: str) -> Query:
     """Query terms: like a document's, but CJK single characters only when a run is one character."""
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", query_window(text))
     seen: dict[str, str] = {}
     identifiers: list[str] = []
     chunks = _CHUNK.findall(text)
@@ -180,12 +180,55 @@ def parse_query(text: str) -> Query:
     share = len(identifiers) / len(chunks) if chunks else 0.0
     cjk = sum(len(c) for c in chunks if _is_cjk(c))
     letters = sum(len(c) for c in chunks)
+    return bounded_query(
+        Query(
+            terms=list(seen),
+            identifiers=identifiers,
+            identifier_share=share,
+            cjk_share=cjk / letters if letters else 0.0,
+            written=seen,
+        )
+    )
+
+
+# A question has a few dozen terms; a pasted log or stack trace has thousands,
+# and each costs recall a posting list and a column of the BM25 statement.
+# Past these bounds the query keeps its opening terms (the question, the
+# first frames) and its closing ones (where a trace names its error).
+MAX_QUERY_TERMS = 96
+MAX_QUERY_TAIL_TERMS = 32
+MAX_QUERY_IDENTIFIERS = 24
+
+
+MAX_QUERY_HEAD_CHARS = 6_000
+MAX_QUERY_TAIL_CHARS = 2_000
+
+
+def query_window(text: str) -> str:
+    """The part of a long query whose terms are kept (its opening and its end): the
+    rest would be parsed only to be dropped by `bounded_query`."""
+    if len(text) <= MAX_QUERY_HEAD_CHARS + MAX_QUERY_TAIL_CHARS:
+        return text
+    return f"{text[:MAX_QUERY_HEAD_CHARS]}\n{text[-MAX_QUERY_TAIL_CHARS:]}"
+
+
+def bounded_query(query: Query) -> Query:
+    """`query` with at most MAX_QUERY_TERMS terms and MAX_QUERY_IDENTIFIERS identifiers."""
+    terms, identifiers = query.terms, list(dict.fromkeys(query.identifiers))
+    if len(terms) <= MAX_QUERY_TERMS and len(identifiers) <= MAX_QUERY_IDENTIFIERS:
+        return query
+    head = MAX_QUERY_TERMS - MAX_QUERY_TAIL_TERMS
+    if len(terms) > MAX_QUERY_TERMS:
+        terms = terms[:head] + terms[-MAX_QUERY_TAIL_TERMS:]
+    tail = MAX_QUERY_IDENTIFIERS // 3
+    if len(identifiers) > MAX_QUERY_IDENTIFIERS:
+        identifiers = identifiers[: MAX_QUERY_IDENTIFIERS - tail] + identifiers[-tail:]
     return Query(
-        terms=list(seen),
+        terms=terms,
         identifiers=identifiers,
-        identifier_share=share,
-        cjk_share=cjk / letters if letters else 0.0,
-        written=seen,
+        identifier_share=query.identifier_share,
+        cjk_share=query.cjk_share,
+        written={t: query.written[t] for t in terms if t in query.written},
     )
 
 

@@ -110,6 +110,9 @@ def _write_first_run(directory: Path, text: str) -> Path:
     return path
 
 
+GRACEFUL_SHUTDOWN_SECONDS = 3
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     setup_django()
     from django.conf import settings
@@ -168,6 +171,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 str(args.web_workers),
                 "--log-level",
                 "warning",
+                # An open MCP stream or a hung hook connection never ends by
+                # itself: stopping waits this long for them, then closes them.
+                "--timeout-graceful-shutdown",
+                str(GRACEFUL_SHUTDOWN_SECONDS),
             ],
             env=web_env,
         )

@@ -7,9 +7,11 @@ output of a tool call that Claude Code cut and saved to a file), calls
 
 A hook never blocks or breaks a turn: whatever goes wrong — no server, a
 slow server, an error answer, bad input — it prints nothing on stdout and
-exits 0, within a total budget (`MEMFLOW_HOOK_TIMEOUT`). A server that let
-a hook run out of time is skipped for a while (a small state file), so a
-hung server costs one budget per turn, not one per hook. Standard library
+exits 0, within a total budget (`MEMFLOW_HOOK_TIMEOUT`). A server that
+cannot be reached is skipped for a while (a small state file); one that is
+reachable but slow only by the session that met it slow twice in a row, so
+a hung server costs a session two budgets, and a slow answer costs no other
+session anything. The person is told once, as a `systemMessage`. Standard library
 only, and only what a hook needs imported at start (the rest where it is
 used), so it starts fast.
 """
@@ -304,7 +306,18 @@ def encode_body(payload: dict[str, Any], cap: int) -> bytes:
     return body
 
 
-# --- skipping a server that ran a hook out of time -------------------------------------------
+# --- a server that does not answer in time ----------------------------------------------------
+#
+# Unreachable (the connection itself is not made within its timeout): every
+# hook of this user leaves it alone for MEMFLOW_HOOK_SKIP_SECONDS. Reachable
+# but slow (a restart, a busy machine): only the session that met it, and
+# only after SLOW_STRIKES slow answers in a row — one slow answer never costs
+# another session or the next hook anything. Either way the person is told
+# once, as a `systemMessage` Claude Code shows them.
+
+SLOW_STRIKES = 2
+# How long a session's count of slow answers is kept.
+STRIKES_KEPT_SECONDS = 3600.0
 
 
 def state_path() -> Path:
@@ -323,13 +336,19 @@ def _skips() -> dict[str, Any]:
     return {}
 
 
-def skipping(url: str, now: float | None = None) -> dict[str, Any] | None:
-    """The skip in force for `url` ({"until", "reason", …}), or None."""
-    entry = _skips().get(url)
+def session_key(url: str, session: str) -> str:
+    return f"{url} session {session}"
+
+
+def skipping(url: str, now: float | None = None, *, session: str = "") -> dict[str, Any] | None:
+    """The skip in force for `url` ({"until", "reason", …}) or for its `session`, or None."""
+    skips = _skips()
     now = time.time() if now is None else now
-    until = entry.get("until") if isinstance(entry, dict) else None
-    if isinstance(until, int | float) and until > now:
-        return entry
+    for key in (url, session_key(url, session)) if session else (url,):
+        entry = skips.get(key)
+        until = entry.get("until") if isinstance(entry, dict) else None
+        if isinstance(until, int | float) and until > now:
+            return entry
     return None
 
 
@@ -342,13 +361,51 @@ def _write_skips(skips: dict[str, Any]) -> None:
         tmp.replace(path)
 
 
+def _live_skips(now: float) -> dict[str, Any]:
+    """The state less what has run out: skips past their end, old counts of slow answers."""
+    return {
+        k: e
+        for k, e in _skips().items()
+        if isinstance(e, dict)
+        and (e.get("until", 0) > now or e.get("since", 0) > now - STRIKES_KEPT_SECONDS)
+    }
+
+
 def skip_for_a_while(url: str, reason: str, seconds: float) -> float:
     now = time.time()
     until = now + seconds
-    skips = {u: e for u, e in _skips().items() if isinstance(e, dict) and e.get("until", 0) > now}
+    skips = _live_skips(now)
     skips[url] = {"until": until, "since": now, "reason": reason}
     _write_skips(skips)
     return until
+
+
+def note_slow(url: str, session: str, reason: str, seconds: float) -> tuple[bool, float]:
+    """Count a slow answer in `session`: (whether to tell the person, the skip's end or 0)."""
+    now = time.time()
+    skips = _live_skips(now)
+    entry = skips.get(session_key(url, session)) or {}
+    strikes = int(entry.get("strikes", 0)) + 1
+    tell = not entry.get("told")
+    until = now + seconds if strikes >= SLOW_STRIKES else 0.0
+    skips[session_key(url, session)] = {
+        "strikes": strikes,
+        "told": True,
+        "since": now,
+        "until": until,
+        "reason": reason,
+    }
+    _write_skips(skips)
+    return tell, until
+
+
+def answered_in_time(url: str, session: str) -> None:
+    """A session's slow answers no longer count once one comes in time (told stays told)."""
+    skips = _skips()
+    entry = skips.get(session_key(url, session))
+    if isinstance(entry, dict) and entry.get("strikes"):
+        skips[session_key(url, session)] = {**entry, "strikes": 0, "until": 0}
+        _write_skips(skips)
 
 
 def clear_skip(url: str) -> bool:
@@ -506,8 +563,10 @@ def run(event_name: str, stdin: str, *, started: float | None = None) -> str:
         return ""
     config = load_config()
     url = str(config["url"])
-    if skipping(url):
-        return ""  # it ran a recent hook out of time: said once, then left alone
+    given = raw.get("session_id")
+    session = given if isinstance(given, str) else ""
+    if skipping(url, session=session):
+        return ""  # unreachable, or slow again and again in this session: said once
     budget = hook_budget(config)
     cap = max_bytes()
     payload = build_payload(event, raw, config)
@@ -520,23 +579,25 @@ def run(event_name: str, stdin: str, *, started: float | None = None) -> str:
     hook_session.attach_compaction(payload)
     if event == "session-end":
         hook_session.identity_forget(payload)
-    answer = _exchange_hook(event, encode_body(payload, cap), config, started + budget)
-    if answer is None:
+    answer = _exchange_hook(event, encode_body(payload, cap), config, started + budget, session)
+    if answer is None or "memflow_said" in answer:
         if "context" in payload:
             hook_session.identity_forget(payload)  # the server may not have it: send it again
-        return ""
+        said = answer.get("memflow_said") if answer else None
+        return json.dumps({"systemMessage": said}) if said else ""
     fired_as = raw.get("hook_event_name")
     return harness_output(event, answer, fired_as if isinstance(fired_as, str) else "")
 
 
 def _exchange_hook(
-    event: str, body: bytes, config: dict[str, Any], deadline: float
+    event: str, body: bytes, config: dict[str, Any], deadline: float, session: str = ""
 ) -> dict[str, Any] | None:
-    """The server's answer, or None after saying (when worth it) why there is none."""
+    """The server's answer, or None, or {"memflow_said": …} for the person once."""
     url = str(config["url"])
     budget = hook_budget(config)
+    skip_seconds = _seconds(os.environ.get("MEMFLOW_HOOK_SKIP_SECONDS"), DEFAULT_SKIP_SECONDS)
     try:
-        return call_server(
+        answer = call_server(
             event,
             body,
             config,
@@ -547,17 +608,51 @@ def _exchange_hook(
         )
     except (OutOfTime, TimeoutError):  # socket.timeout is TimeoutError
         _last_resort_in(0.5, if_armed=True)  # the budget's alarm must not cut the note short
-        seconds = _seconds(os.environ.get("MEMFLOW_HOOK_SKIP_SECONDS"), DEFAULT_SKIP_SECONDS)
-        until = skip_for_a_while(url, f"no answer within {budget:g} s", seconds)
-        warn(
-            f"{url} did not answer within {budget:g} s (MEMFLOW_HOOK_TIMEOUT); hooks skip it "
-            f"until {time.strftime('%H:%M:%S', time.localtime(until))}. `memflow status` says more."
-        )
+        return _slow(event, url, budget, session, skip_seconds)
+    except OSError as exc:
+        from memflow_site.client.http import Unreachable
+
+        if isinstance(exc, Unreachable):
+            return _unreachable(url, str(exc), skip_seconds)
+        return None  # no server there (refused at once): nothing to say
     except ServerError as exc:
         warn(f"{url} answered {exc.status}: {exc.detail} (`memflow status` says more)")
-    except (OSError, ValueError):
-        pass  # no server there (refused at once) or a broken answer: nothing to say
-    return None
+        return None
+    except ValueError:
+        return None  # a broken answer
+    if session:
+        answered_in_time(url, session)
+    return answer
+
+
+def _unreachable(url: str, reason: str, seconds: float) -> dict[str, Any]:
+    until = skip_for_a_while(url, reason, seconds)
+    said = (
+        f"memflow: {url} cannot be reached ({reason}); hooks leave it alone until "
+        f"{time.strftime('%H:%M:%S', time.localtime(until))}, so this session goes without "
+        "memory until then. `memflow status` says more."
+    )
+    warn(said.removeprefix("memflow: "))
+    return {"memflow_said": said}
+
+
+def _slow(event: str, url: str, budget: float, session: str, seconds: float) -> dict[str, Any]:
+    reason = f"no answer within {budget:g} s"
+    tell, until = note_slow(url, session or "-", reason, seconds)
+    said = (
+        f"memflow: {url} did not answer within {budget:g} s (MEMFLOW_HOOK_TIMEOUT): this "
+        f"{EVENTS.get(event, event)} hook went without memory. Hooks keep asking"
+    )
+    if until:
+        said += (
+            f", except in this session until {time.strftime('%H:%M:%S', time.localtime(until))}"
+            " (it was slow again)"
+        )
+    said += "; `memflow status` says more."
+    if not tell:
+        return {"memflow_said": ""}
+    warn(said.removeprefix("memflow: "))
+    return {"memflow_said": said}
 
 
 def _exit_now(signum: int, frame: Any) -> None:

@@ -14,6 +14,10 @@ import socket
 import time
 
 
+class Unreachable(OSError):
+    """The connection itself was not made in time: nothing answers at that address now."""
+
+
 class BadResponse(ValueError):
     """What came back is not an HTTP/1.x response."""
 
@@ -30,7 +34,10 @@ def request(
     connect_timeout: float,
 ) -> tuple[int, bytes]:
     """(status, body) of one exchange that never outlives `deadline` (time.monotonic())."""
-    sock = socket.create_connection((host, port), timeout=min(connect_timeout, _left(deadline)))
+    try:
+        sock = socket.create_connection((host, port), timeout=min(connect_timeout, _left(deadline)))
+    except TimeoutError as exc:
+        raise Unreachable(f"no connection to {host}:{port} within {connect_timeout:g} s") from exc
     try:
         lines = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close"]
         lines += [f"{name}: {value}" for name, value in headers.items()]

@@ -22,7 +22,9 @@ starts); a command hook where it is — SessionStart resolves the directory's
 declared files, PostToolUse reads the file Claude Code saved a cut tool
 output to (and SessionEnd, see COMMAND_EVENTS). The http hooks carry the key as `$MEMFLOW_API_KEY`, which Claude
 Code fills from its environment (the hook's `allowedEnvVars`), never written
-into the file. `--shared` and `--command-hooks` write commands only.
+into the file; so they are written only when the key is exported and not
+kept in the config file (see `http_target`). `--shared` and
+`--command-hooks` write commands only.
 
 `--mcp` adds memflow's MCP server as the project's `.mcp.json` (the key again
 as `${MEMFLOW_API_KEY}`), approved in `.claude/settings.local.json`.
@@ -42,7 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memflow_site.client.hook import CLAUDE_HOOKS, declared_above, hook_budget, project_root
+from memflow_site.client.hook import (
+    CLAUDE_HOOKS,
+    config_path,
+    declared_above,
+    hook_budget,
+    project_root,
+)
 
 # Which Claude Code events memflow listens to, with the matcher each needs.
 MATCHERS: dict[str, str | None] = {
@@ -113,11 +121,23 @@ class HttpTarget:
 def http_target(
     config: dict[str, Any], *, project_dir: Path | None
 ) -> tuple[HttpTarget | None, str]:
-    """The http hooks' target for this configuration, or None and why commands are used."""
+    """The http hooks' target for this configuration, or None and why commands are used.
+
+    Claude Code fills an http hook's header from its own environment only
+    (`allowedEnvVars`), while `memflow hook` also reads the config file. A
+    key kept in the config file is the one a new terminal or an IDE has, the
+    exported one maybe not: http hooks there would send an empty key (401)
+    and lose every prompt, so that setup gets commands, which read the file.
+    """
     if not os.environ.get(KEY_VARIABLE):
         return None, (
             f"{KEY_VARIABLE} is not set here, and Claude Code's http hooks read the key from "
             "the environment only"
+        )
+    if key_in_config_file():
+        return None, (
+            f"your key is in {config_path()}, which `memflow hook` reads from any shell, while "
+            f"Claude Code's http hooks read it only from an exported {KEY_VARIABLE}"
         )
     query = {}
     if config.get("workspace"):
@@ -144,6 +164,15 @@ def http_target(
         why_commands=why_commands,
     )
     return target, ""
+
+
+def key_in_config_file() -> bool:
+    """Whether the client's config file holds an API key (see `http_target`)."""
+    try:
+        data = json.loads(config_path().read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and bool(data.get("api_key"))
 
 
 def memflow_command() -> str:

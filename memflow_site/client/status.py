@@ -252,7 +252,10 @@ def _check_skip(report: Report, url: str, reachable: bool) -> None:
 
 
 def _runs(command: str) -> bool:
-    """Whether a hook command's memflow would be found when Claude Code runs it."""
+    """Whether a hook command's memflow would be found when Claude Code runs it
+    (an http hook, listed as `POST url`, starts no program)."""
+    if command.startswith("POST "):
+        return True
     if command.startswith(install_hooks.SHARED_COMMAND):
         return shutil.which("memflow") is not None
     program = command.split()[0] if command.split() else ""
@@ -281,6 +284,7 @@ def _check_hooks(report: Report, project_dir: Path) -> None:
             report.warnings.append(
                 f"{path} runs `{command}`, but no memflow is found there (PATH, or that path)."
             )
+        _check_http_key(report, path, found)
         places.append({"path": str(path), "events": sorted(found), "missing": missing})
         report.line("hooks", text)
     report.facts["hooks"] = places
@@ -290,6 +294,30 @@ def _check_hooks(report: Report, project_dir: Path) -> None:
             "No Claude Code settings here run memflow's hooks: "
             "`memflow install-hooks --claude-code --project`."
         )
+
+
+def _check_http_key(report: Report, path: Path, found: dict[str, str]) -> None:
+    """A problem when Claude Code's http hooks in `path` would post without the key.
+
+    Claude Code fills their `Authorization` header from its environment only;
+    where this shell has no MEMFLOW_API_KEY (the key is in the config file,
+    say), a Claude Code started from it gets 401 on each of them.
+    """
+    posted = sorted(name for name, target in found.items() if target.startswith("POST "))
+    if not posted or os.environ.get(install_hooks.KEY_VARIABLE):
+        return
+    where = "--user" if path == Path.home() / ".claude" / "settings.json" else "--project"
+    fix = f"`memflow install-hooks --claude-code {where}`"
+    if install_hooks.key_in_config_file():
+        fix += f" again: your key is in {hook_client.config_path()}, so it writes command hooks"
+        fix += f" that read it (or export {install_hooks.KEY_VARIABLE} in your shell profile)"
+    else:
+        fix = f"export {install_hooks.KEY_VARIABLE} in your shell profile, or run {fix} again"
+    report.problems.append(
+        f"{path}: Claude Code's http hooks ({', '.join(posted)}) send the key from "
+        f"${install_hooks.KEY_VARIABLE}, which is not set here: a Claude Code started from "
+        f"this shell gets 401 on each, so nothing is recalled or recorded. Fix: {fix}."
+    )
 
 
 def main(*, as_json: bool = False) -> int:

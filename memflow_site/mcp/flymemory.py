@@ -357,18 +357,32 @@ async def flymemory_get_memory(
     return await run_tool(ctx, body)
 
 
+def one_memory_id(memory_id: int | None, alias: int | None) -> int:
+    """The memory a tool acts on: `memory_id`, as every tool names it, or its older alias."""
+    if memory_id is not None and alias is not None and memory_id != alias:
+        raise Invalid(
+            "memory_id and old_memory_id (its former name) name different memories; give one.",
+            code="conflicting_ids",
+        )
+    found = memory_id if memory_id is not None else alias
+    if found is None:
+        raise Invalid("Name the memory to act on: memory_id.", code="memory_id_required")
+    return found
+
+
 async def flymemory_supersede(
     ctx: Context,
-    old_memory_id: int,
+    memory_id: int | None = None,
     new_memory_id: int | None = None,
     text: str = "",
     session_id: str = "",
+    old_memory_id: int | None = None,
 ) -> CallToolResult:
-    """Retire an outdated memory, replaced by new_memory_id (or by `text`, stored
-    as a new entry). It leaves default recall and stays in history.
-    """
+    """Retire memory_id (old_memory_id: its old name) for new_memory_id or a new `text`.
+    It leaves default recall and stays in history."""
 
     def body(call: Call) -> Answer:
+        retired = one_memory_id(memory_id, old_memory_id)
         values: dict[str, Any] = {"session": session_id}
         if new_memory_id is not None:
             values["by"] = new_memory_id
@@ -376,7 +390,7 @@ async def flymemory_supersede(
             values["text"] = text
         data: dict[str, Any] = validated(MemorySupersedeApi.InputSerializer, values).validated_data
         memory = selectors.memory_get(
-            workspace=call.workspace, memory_id=old_memory_id, viewer_id=call.user.pk
+            workspace=call.workspace, memory_id=retired, viewer_id=call.user.pk
         )
         by = None
         if data.get("by") is not None:

@@ -29,6 +29,7 @@ from memories.selectors.dense import DENSE_CANDIDATES, DenseHit, dense_arm, dens
 from memories.selectors.embedder import (
     EmbedderStatus,
     embedder_for,
+    embedder_now,
     serving_backend,
     workspace_embedder_status,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "dense_arm",
     "dense_hits",
     "embedder_for",
+    "embedder_now",
     "fuse",
     "hidden_from",
     "is_captured_prompt",

@@ -98,6 +98,10 @@ def _exact_case_patterns(identifiers: Sequence[str]) -> list[str]:
 
 
 PHRASE_MIN_WORDS = 3
+# A passage quoted from memory is a sentence or a few; a longer query (a
+# pasted trace) is matched by its terms alone: its pattern would cost Postgres
+# a scan per row and, past some thousands of words, be refused as too complex.
+PHRASE_MAX_WORDS = 64
 
 
 def _phrase_pattern(text: str) -> str | None:
@@ -107,7 +111,7 @@ def _phrase_pattern(text: str) -> str | None:
     entry that merely shares its words; an in-order match breaks the tie.
     """
     words = re.findall(r"\w+", text)
-    if len(words) < PHRASE_MIN_WORDS:
+    if not PHRASE_MIN_WORDS <= len(words) <= PHRASE_MAX_WORDS:
         return None
     return r"\m" + r"\W+".join(re.escape(w) for w in words) + r"\M"
 

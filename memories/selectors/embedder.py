@@ -32,6 +32,11 @@ def embedder_for(workspace: Workspace) -> Embedder:
     return embeddings.get_embedder(serving_backend(workspace=workspace))
 
 
+def embedder_now(workspace: Workspace) -> Embedder | None:
+    """`embedder_for`, or None while its model is still loading (never waits for that)."""
+    return embeddings.embedder_now(serving_backend(workspace=workspace))
+
+
 @dataclass
 class EmbedderStatus:
     requested: str  # settings["embedder"]

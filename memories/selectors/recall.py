@@ -75,7 +75,7 @@ def memory_recall(
     query: str,
     k: int = 10,
     filters: MemoryFilters | None = None,
-    vector: np.ndarray | Callable[[], np.ndarray] | None = None,
+    vector: np.ndarray | Callable[[], np.ndarray | None] | None = None,
     vector_model: str | None = None,
     arms: str = "hybrid",
     now: datetime | None = None,
@@ -106,8 +106,7 @@ def memory_recall(
     # decides exact vs HNSW, and BM25 needs it too).
     stats = lexical_stats(workspace=workspace, terms=parsed.terms)
     features = LexicalFeatures.of(parsed, stats, query)
-    if callable(vector):
-        vector = vector()
+    vector, arms = _awaited(vector, arms)
     if arms in ("hybrid", "dense") and (vector is None or vector_model is None):
         vector, vector_model, arms = _query_vector(workspace, query, vector, vector_model, arms)
     dense, lexical_result = _run_arms(
@@ -148,6 +147,17 @@ def memory_recall(
         prompts=policy,
     )
     return RecallResult(hits=hits, fusion=fusion)
+
+
+def _awaited(
+    vector: np.ndarray | Callable[[], np.ndarray | None] | None, arms: str
+) -> tuple[np.ndarray | None, str]:
+    """The vector a function gives (a hook's, begun early), and the arms left: none from
+    it (not there within the hook's wait, hook_degraded) leaves the words alone."""
+    if not callable(vector):
+        return vector, arms
+    found = vector()
+    return (found, arms) if found is not None else (None, "lexical")
 
 
 def _unweighing(seen: dict[int, Seen], query: str, policy: PromptRanking) -> set[int]:

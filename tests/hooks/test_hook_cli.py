@@ -3,6 +3,7 @@ a whole Claude Code-shaped session, and a dead server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -213,7 +214,7 @@ def test_a_dead_server_yields_nothing_and_exit_zero(tmp_path):
     assert not (tmp_path / "data" / "state").exists()
 
 
-def test_a_hung_server_is_given_one_budget_then_skipped_for_a_while(tmp_path):
+def test_a_hung_server_costs_a_session_two_budgets_and_other_sessions_nothing(tmp_path):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
@@ -237,18 +238,55 @@ def test_a_hung_server_is_given_one_budget_then_skipped_for_a_while(tmp_path):
     try:
         first = run_hook("user-prompt", {"session_id": "s", "prompt": "hello there"}, env)
         later = [run_hook(e, {"session_id": "s"}, env) for e in ("post-tool-use", "stop")]
+        asked_by_s = len(accepted)
+        other = run_hook("stop", {"session_id": "t"}, env)
     finally:
         listener.close()
         for conn in accepted:
             conn.close()
     out, err, code = first
-    assert (out, code) == ("", 0)
-    assert f"{url} did not answer within 0.5 s" in err and err.count("\n") == 1
-    state = json.loads((tmp_path / "data" / "state" / "memflow" / "hook-skip.json").read_text())
-    assert state[url]["reason"] == "no answer within 0.5 s"
-    # The hooks after it leave the server alone, silently.
+    # The person is told once, where Claude Code shows it.
+    assert code == 0
+    said = json.loads(out)["systemMessage"]
+    assert f"{url} did not answer within 0.5 s" in said and "went without memory" in said
+    assert err.count("\n") == 1
+    # The second slow answer in that session leaves the server alone for that
+    # session, silently; the third hook does not ask.
     assert later == [("", "", 0), ("", "", 0)]
-    assert len(accepted) == 1
+    assert asked_by_s == 2
+    state = json.loads((tmp_path / "data" / "state" / "memflow" / "hook-skip.json").read_text())
+    assert url not in state  # not for the whole user: it is reachable
+    assert state[f"{url} session s"]["reason"] == "no answer within 0.5 s"
+    # Another session still asks (and is told once in its turn).
+    assert len(accepted) == 3
+    assert "did not answer" in json.loads(other[0])["systemMessage"]
+
+
+def test_an_unreachable_server_is_skipped_by_every_session_saying_so_once(tmp_path):
+    # A connection that is never made: a listener whose backlog is full drops the SYN.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    fillers = []
+    for _ in range(8):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(listener.getsockname())
+        fillers.append(filler)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env = {**env_for(tmp_path / "data"), "MEMFLOW_URL": url, "MEMFLOW_API_KEY": "k"}
+    try:
+        first = run_hook("user-prompt", {"session_id": "s", "prompt": "hello there"}, env)
+        other = run_hook("user-prompt", {"session_id": "t", "prompt": "hello again"}, env)
+    finally:
+        listener.close()
+        for filler in fillers:
+            filler.close()
+    assert "cannot be reached" in json.loads(first[0])["systemMessage"]
+    assert other == ("", "", 0)
+    state = json.loads((tmp_path / "data" / "state" / "memflow" / "hook-skip.json").read_text())
+    assert state[url]["until"] > 0
 
 
 def test_garbage_on_stdin_is_ignored(tmp_path):

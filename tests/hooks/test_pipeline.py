@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contexts.models import AgentSession, SessionEvent
+from contexts.models import AgentSession, CompressionRef, SessionEvent
 from memories import core, services
 from memories.models import InjectionEvent, Memory
 from memories.services import RememberInput
@@ -65,22 +65,27 @@ def test_a_prompt_recalls_with_ids_then_is_captured(acme, hook):
     assert captured.access_count == 0  # a prompt never rehearses itself
 
 
-def test_a_prompt_too_long_to_store_still_recalls_and_rehearses(acme, hook):
-    """A pasted log longer than the workspace stores: the turn still gets its
-    memories, they still count as used, and the answer says why nothing was kept."""
-    acme.settings = {**(acme.settings or {}), "max_text_chars": 200}
+def test_a_prompt_too_long_for_one_memory_is_kept_whole_and_still_recalls(acme, hook):
+    """A pasted log longer than the workspace stores as one memory: the turn still
+    gets its memories, they still count as used, and the whole text is kept as a
+    pinned original that the memory (its opening and its end) names."""
+    acme.settings = {**(acme.settings or {}), "max_text_chars": 300}
     acme.save(update_fields=["settings"])
     fact = services.memory_remember(
         workspace=acme,
         item=RememberInput(text="The payments service retries webhooks 5 times with backoff."),
     ).memory
-    prompt = "why do payment webhooks retry? here is the log: " + "retry scheduled. " * 20
+    prompt = "why do payment webhooks retry? here is the log: " + "retry scheduled. " * 40
     answer = hook("user-prompt", prompt=prompt)
     recall = next(b for b in answer["blocks"] if b["name"] == "memflow:recall")
     assert fact.pk in recall["memory_ids"]
-    assert answer["captured"] is False
-    assert "not stored" in answer["skipped"] and "200" in answer["skipped"]
-    assert not Memory.objects.filter(workspace=acme, source="hook").exists()
+    assert answer["captured"] is True
+    kept = Memory.objects.get(workspace=acme, source="hook")
+    assert len(kept.text) <= 300 and kept.text.startswith("why do payment webhooks retry?")
+    whole = kept.metadata["whole_prompt"]
+    ref = CompressionRef.objects.get(workspace=acme, sha256=whole["sha256"])
+    assert bytes(ref.content) == prompt.strip().encode() and ref.pinned
+    assert whole["sha256"] in kept.text
     fact.refresh_from_db()
     assert fact.access_count == 1
 

@@ -96,13 +96,15 @@ def test_states_supersede_and_history(client, acme):
 
     _, old = client.ok("flymemory_remember", text="The team standup is at 9:30 in room Kepler")
     _, new = client.ok("flymemory_remember", text="Standups moved to 10:00, held on Zoom now")
-    text, answer = client.ok(
-        "flymemory_supersede", old_memory_id=old["id"], new_memory_id=new["id"]
-    )
+    # Named as every tool names the memory it acts on (memory_id) …
+    text, answer = client.ok("flymemory_supersede", memory_id=old["id"], new_memory_id=new["id"])
     assert text == f"[SUPERSEDED] #{old['id']} -> #{new['id']} (excluded from default recall)"
     assert answer["superseded"]["superseded_by"] == new["id"]
+    # … or by its former name, which existing callers use.
     again = client.error("flymemory_supersede", old_memory_id=old["id"], new_memory_id=new["id"])
     assert again["code"] == "already_superseded"
+    neither = client.error("flymemory_supersede", new_memory_id=new["id"])
+    assert neither["code"] == "memory_id_required"
 
     _, recalled = client.ok("flymemory_recall", query="when is the team standup", top_k=10)
     assert old["id"] not in recalled["ids"]
