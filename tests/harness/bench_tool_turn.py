@@ -31,7 +31,7 @@ django.setup()  # the harness helpers import memflow's models
 import httpx  # noqa: E402
 
 from tests.harness.conftest import Harness, claude_path  # noqa: E402
-from tests.harness.fake_model import Text, ToolUse, fake_model  # noqa: E402
+from tests.harness.fake_model import Reply, Text, ToolUse, fake_model  # noqa: E402
 from tests.memflow_site.helpers import env_for, serving  # noqa: E402
 
 CASES: dict[str, tuple[str, ...] | None] = {
@@ -47,7 +47,10 @@ def one_run(where: Path, settings: dict[str, str], flags: tuple[str, ...] | None
         harness = Harness(claude=claude_path(), root=where, model=model, memflow_env=settings)
         if flags is not None:
             harness.install_hooks(*flags)
-        script = [ToolUse("Bash", {"command": "true"}) for _ in range(tools)] + [Text("Done.")]
+        script: list[Text | ToolUse | Reply] = [
+            *(ToolUse("Bash", {"command": "true"}) for _ in range(tools)),
+            Text("Done."),
+        ]
         started = time.monotonic()
         run = harness.run("run the checks", script)
         wall = time.monotonic() - started

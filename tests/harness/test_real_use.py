@@ -24,7 +24,7 @@ import pytest
 
 from contexts.models import SessionEvent
 from tests.harness.conftest import Account, HarnessMaker, memflow_env
-from tests.harness.fake_model import Text, ToolUse, strings
+from tests.harness.fake_model import Reply, Text, ToolUse, strings
 from tests.harness.test_claude_code import hook_types, report_hook_seconds
 from tests.memflow_site.helpers import (
     MEMFLOW,
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def stack_trace(size: int) -> str:
     """A pasted Python traceback of about `size` bytes: many frames, then the error."""
-    frames = []
+    frames: list[str] = []
     n = 0
     while sum(map(len, frames)) < size:
         frames.append(
@@ -246,7 +246,7 @@ def test_on_a_busy_machine_a_slow_hook_skips_no_one(
     h = harness(memflow_env(live.url, account.key, account.workspace.slug, budget="0.25"))
     h.install_hooks("--project", "--command-hooks")
     prompts = ["first session: list the build directory", "second session: list it again"]
-    script = [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")]
+    script: list[Text | ToolUse | Reply] = [ToolUse("Bash", {"command": "ls /"}), Text("Listed.")]
     # Two sessions at once, as in two terminals.
     with busy_machine(spinners=4), ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda prompt: h.run(prompt, script), prompts))
