@@ -90,15 +90,62 @@ def embed_early(workspace: Workspace, prompt: str, cache: dict[str, Any]) -> Non
 def _per_turn_query(ctx: HookContext) -> str | None:
     """The text to recall with on this turn, or None.
 
-    A sub-agent recalls once, with its first prompt; muted sessions recall nothing.
+    A sub-agent recalls once, with its first prompt (or, in Claude Code, which
+    sends it none, with its task as it starts); muted sessions recall nothing.
     """
-    if ctx.muted or ctx.prompt is None:
+    if ctx.muted:
+        return None
+    if ctx.event == "subagent-start":
+        return subagent_task(ctx)
+    if ctx.prompt is None:
         return None
     if ctx.delegation_depth > 0:
         prompts = SessionEvent.objects.filter(session=ctx.session, kind="user-prompt").count()
         if prompts > 1:
             return None
     return ctx.prompt
+
+
+# The tools that start a Claude Code sub-agent (Task before 2.1, Agent since).
+AGENT_TOOLS = ("Agent", "Task")
+# A sub-agent's type when the call names none.
+DEFAULT_AGENT_TYPE = "general-purpose"
+# How many of a session's latest sub-agent calls a start is matched against.
+TASKS_LOOKED_AT = 200
+
+
+def subagent_task(ctx: HookContext) -> str | None:
+    """The task of the sub-agent starting now: the prompt of the Agent call it runs.
+
+    SubagentStart names the agent's type but not its task; the call that
+    started it was recorded just before (PreToolUse). Calls start their agents
+    in order, so the n-th start of a type runs the n-th call of that type.
+    """
+    # Uses index: sessionevent_kind_idx.
+    calls = [
+        p
+        for p in SessionEvent.objects.filter(session=ctx.session, kind="pre-tool-use")
+        .order_by("-pk")
+        .values_list("payload", flat=True)[:TASKS_LOOKED_AT]
+        if isinstance(p, dict) and p.get("tool_name") in AGENT_TOOLS
+    ]
+    calls.reverse()
+    kind = ctx.agent_type or DEFAULT_AGENT_TYPE
+    tasks = [
+        str(task)
+        for call in calls
+        if isinstance(tool := call.get("tool_input"), dict)
+        and isinstance(task := tool.get("prompt"), str)
+        and task.strip()
+        and (tool.get("subagent_type") or DEFAULT_AGENT_TYPE) == kind
+    ]
+    if not tasks:
+        return None
+    started = SessionEvent.objects.filter(
+        session=ctx.session, kind="subagent-start", payload__agent_type=ctx.agent_type
+    ).count()
+    # This start is in the log already: it is the `started`-th.
+    return tasks[min(max(started - 1, 0), len(tasks) - 1)]
 
 
 # --- session-constant blocks -------------------------------------------------------------
@@ -290,7 +337,9 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
             key=lambda c: c.dense_rank or 0,
         )
         ctx.cache[f"memories:nearest:{query}"] = [(c.id, c.cosine) for c in dense[:NEAREST_KEPT]]
-    memories = _unseen(ctx, [h.memory for h in result.hits])[:k]
+    # Only what clears the relevance floor, however much room is left (selectors.floor).
+    memories = _unseen(ctx, [h.memory for h in selectors.above_floor(result.hits, result.fusion)])
+    memories = memories[:k]
     blocks = []
     body, block_ids = rendering.recall_block(
         memories,
@@ -473,17 +522,18 @@ def register() -> None:
         ],
         fn=store_compaction,
     )
-    register_provider(
-        "memories:protocol", events=["session-start", "user-prompt"], fn=protocol_block
-    )
-    register_provider("memories:session", events=["session-start", "user-prompt"], fn=session_block)
-    register_provider("memories:core", events=["session-start", "user-prompt"], fn=core_blocks)
+    # A sub-agent starts as a session does: the protocol, the session's id and core
+    # memory, then one recall for its task.
+    starts = ["session-start", "user-prompt", "subagent-start"]
+    register_provider("memories:protocol", events=starts, fn=protocol_block)
+    register_provider("memories:session", events=starts, fn=session_block)
+    register_provider("memories:core", events=starts, fn=core_blocks)
     register_provider("memories:restore", events=["session-start"], fn=restore_block)
     register_provider("memories:checkpoint", events=EVENTS, fn=checkpoint_block)
     register_provider("memories:lessons", events=["user-prompt"], fn=lessons_block)
-    register_provider("memories:recall", events=["user-prompt"], fn=recall_blocks)
+    register_provider("memories:recall", events=["user-prompt", "subagent-start"], fn=recall_blocks)
     register_injection_observer("memories:ledger", fn=ledger_injected)
-    register_observer("memories:cited", events=["stop"], fn=ledger_cited)
+    register_observer("memories:cited", events=["stop", "subagent-stop"], fn=ledger_cited)
     # Beside the ledger: its ~15-20 ms (the capture's index inserts) need
     # nothing the ledger writes.
     # Only a prompt is recalled for (the lessons, recall and index blocks) or captured.

@@ -81,6 +81,9 @@ _SYSTEM_PREFIXES = (
     "<command-",
     "<local-command",
 )
+# What Claude Code sends as a user turn when a background agent finishes: the agent's
+# report, not the user's words (its result reaches the model in that very turn).
+_AGENT_REPORT = "<task-notification"
 _MODEL_SWITCH = re.compile(
     r"^(model (switched|changed) to|switched model to|now using model)\b", re.I
 )
@@ -193,7 +196,8 @@ def delegation_depth(payload: dict[str, Any]) -> int:
         value = payload.get(name)
         if isinstance(value, int) and value >= 0:
             return value
-    return 0
+    # Claude Code names the sub-agent an event comes from, not how deep it is.
+    return 1 if _string(payload, "agent_id") else 0
 
 
 def classify_prompt(payload: dict[str, Any]) -> tuple[str | None, str]:
@@ -210,6 +214,8 @@ def classify_prompt(payload: dict[str, Any]) -> tuple[str | None, str]:
         return None, "too short"
     if lowered.startswith(_SYSTEM_PREFIXES):
         return None, "a system or peer message"
+    if lowered.startswith(_AGENT_REPORT):
+        return None, "a background agent's report"
     if any(lowered.startswith(h) for h in _HEARTBEATS) or _AUTOMATION_TAG.match(text):
         return None, "an automation heartbeat"
     if _ACK_PUNCTUATION.sub("", lowered) in _ACKNOWLEDGEMENTS or not _ACK_PUNCTUATION.sub(
@@ -251,6 +257,10 @@ def loggable(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "memflow_output": described}
 
 
+# The events that start a context: session-constant blocks belong in their answer.
+_STARTS = ("session-start", "subagent-start")
+
+
 def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
     event, payload, tool_failed = _checked_event(event, payload)
     session_id = _string(payload, "session_id", "sessionId")
@@ -287,13 +297,19 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
         prompt=prompt,
         skipped_reason=skipped_reason,
         delegation_depth=depth,
+        agent_id=_string(payload, "agent_id")[:200],
+        agent_type=_string(payload, "agent_type")[:200],
         tool_failed=tool_failed,
         session_is_new=created,
         muted=is_muted(workspace, user, now),
-        constant=event == "session-start" or bool((payload.get("memflow") or {}).get("constant")),
+        constant=event in _STARTS or bool((payload.get("memflow") or {}).get("constant")),
         cache=cache,
     )
     ctx.seen, ctx.tools = session_view(session=session, workspace=workspace)
+    if event == "subagent-start":
+        # A sub-agent starts with a context of its own: nothing the main thread was
+        # given is in it.
+        ctx.seen = SessionView()
 
     for entry in observers_for(event):
         _guarded(entry.name, entry.fn, ctx)
@@ -452,17 +468,20 @@ def session_view(*, session: AgentSession, workspace: Workspace) -> tuple[Sessio
         .order_by("pk")
         .annotate(
             source=KT("payload__source"),
+            trigger=KT("payload__event"),
             tools=KeyTransform("memflow_tools", "payload"),
             names=_json_path("$.blocks[*].name"),
             shas=_json_path("$.blocks[*].sha256"),
             ids=_json_path("$.blocks[*].memory_ids[*]"),
         )
-        .values_list("kind", "source", "tools", "names", "shas", "ids")
+        .values_list("kind", "source", "trigger", "tools", "names", "shas", "ids")
     )
     blocks: dict[str, str] = {}
     ids: set[int] = set()
     said: Any = None
-    for kind, source, tools, names, shas, memory_ids in rows:
+    for kind, source, trigger, tools, names, shas, memory_ids in rows:
+        if trigger == "subagent-start":
+            continue  # given to a sub-agent, in a context of its own
         if kind == "session-start":
             said = tools if tools is not None else said
             if source in _FRESH_SOURCES:

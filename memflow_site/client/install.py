@@ -53,6 +53,10 @@ MATCHERS: dict[str, str | None] = {
     "Stop": None,
     "PreCompact": None,
     "SessionEnd": None,
+    # Only the tool that starts a sub-agent: its task is what the sub-agent recalls with.
+    "PreToolUse": "Agent|Task",
+    "SubagentStart": None,
+    "SubagentStop": None,
 }
 EVENTS = tuple(CLAUDE_HOOKS)
 # What Claude Code waits at most; the hook keeps to its own, much shorter
@@ -75,6 +79,8 @@ KEY_VARIABLE = "MEMFLOW_API_KEY"
 # the server records it even once Claude Code stopped waiting,
 # so a hung server costs these little. A prompt's recall gets the budget.
 RECORD_TIMEOUT_SECONDS = 0.5
+# The http hooks that recall, and so get the whole budget: a prompt, a sub-agent's start.
+RECALL_EVENTS = frozenset({"user-prompt", "subagent-start"})
 MCP_SERVER_NAME = "memflow"
 
 
@@ -98,7 +104,7 @@ class HttpTarget:
 
     def hook(self, event: str) -> dict[str, Any]:
         timeout = (
-            self.budget if event == "user-prompt" else min(self.budget, RECORD_TIMEOUT_SECONDS)
+            self.budget if event in RECALL_EVENTS else min(self.budget, RECORD_TIMEOUT_SECONDS)
         )
         query = f"?{urllib.parse.urlencode(self.query)}" if self.query else ""
         return {

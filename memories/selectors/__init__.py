@@ -44,6 +44,7 @@ from memories.selectors.entries import (
     visible_sql,
     visible_to,
 )
+from memories.selectors.floor import above_floor
 from memories.selectors.fusion import (
     DENSE_BLIND_SHARE,
     DENSE_BLIND_WEIGHT,
@@ -130,6 +131,7 @@ __all__ = [
     "Seen",
     "SessionPack",
     "_vector_literal",
+    "above_floor",
     "asks_past_requests",
     "beside",
     "cut_at_sentence",

@@ -10,6 +10,10 @@ from django.utils import timezone
 from contexts.models import Workspace
 from memories.models import Memory
 from memories.selectors.entries import unexpired, visible_to
+from memories.selectors.prompts import BLOCK_PROMPT_SHARE, is_prompt_memory
+
+# Entries a restore pack's trail holds at most.
+TRAIL_SIZE = 15
 
 
 @dataclass
@@ -30,6 +34,23 @@ def cut_at_sentence(text: str, limit: int) -> str:
     return window.rstrip() + "…"
 
 
+def trail_capped(recent: list[Memory]) -> list[Memory]:
+    """At most TRAIL_SIZE of `recent` (newest first), the newest, with earlier questions
+    (captured prompts) at most a third of them, as in a recall block
+    (rendering.recall_block): a trail of fifteen questions tells a new session what
+    was asked, not what is known. The questions left out stay recallable.
+    """
+    others = [m for m in recent if not is_prompt_memory(m)]
+    questions = [m for m in recent if is_prompt_memory(m)]
+    kept_others = min(len(others), TRAIL_SIZE)
+    kept_questions = min(len(questions), kept_others // (BLOCK_PROMPT_SHARE - 1))
+    while kept_others + kept_questions > TRAIL_SIZE:
+        kept_others -= 1
+        kept_questions = min(len(questions), kept_others // (BLOCK_PROMPT_SHARE - 1))
+    kept = {m.pk for m in others[:kept_others]} | {m.pk for m in questions[:kept_questions]}
+    return [m for m in recent if m.pk in kept]
+
+
 def session_pack(
     *,
     workspace: Workspace,
@@ -40,11 +61,12 @@ def session_pack(
     now = now or timezone.now()
     since = now - timedelta(minutes=minutes)
     readable = Memory.objects.filter(unexpired(), visible_to(viewer_id), workspace=workspace)
-    trail = list(
+    recent = list(
         readable.filter(valid_to__isnull=True, created_at__gte=since)
         .exclude(compartment="lessons")
-        .order_by("-created_at", "-id")[:15]
+        .order_by("-created_at", "-id")[: TRAIL_SIZE * BLOCK_PROMPT_SHARE]
     )
+    trail = trail_capped(recent)
     trail.reverse()  # oldest first: a trail reads forward
     conclusions = list(
         readable.filter(
