@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -27,6 +27,12 @@ from memories.selectors.bm25 import (
     _lexical_hits,
     lexical_statement,
     lexical_stats,
+)
+from memories.selectors.currency import (
+    Currency,
+    current_first,
+    currency_of,
+    currency_ranked,
 )
 from memories.selectors.dense import DENSE_CANDIDATES, DenseHit, dense_hits
 from memories.selectors.embedder import embedder_for
@@ -51,6 +57,8 @@ class Hit:
 class RecallResult:
     hits: list[Hit]
     fusion: Fusion
+    # Which of the candidates are stale, and which replace them (selectors.currency).
+    currency: Currency = field(default_factory=Currency)
 
 
 def _merge_lexical(
@@ -137,6 +145,16 @@ def memory_recall(
             _unweighing(seen, query, policy),
         )
         answers_carried(workspace=workspace, fusion=fusion, seen=seen, policy=policy, query=query)
+    # What is current among the candidates the ranking will weigh (hybrid recall only:
+    # the single arms serve the quality bench, which measures the arms as they are).
+    currency = (
+        currency_of(
+            workspace=workspace,
+            ids=[s.id for s in _considered(fusion.candidates, seen, _wanted(k))],
+        )
+        if arms == "hybrid"
+        else Currency()
+    )
     hits = _weighed(
         workspace=workspace,
         fusion=fusion,
@@ -146,8 +164,14 @@ def memory_recall(
         arms=arms,
         query=query,
         prompts=policy,
+        currency=currency,
     )
-    return RecallResult(hits=hits, fusion=fusion)
+    return RecallResult(hits=hits, fusion=fusion, currency=currency)
+
+
+def _wanted(k: int) -> int:
+    """How many entries (captured prompts aside) the ranking weighs for a top `k`."""
+    return max(k * 3, k)
 
 
 def _unweighing(seen: dict[int, Seen], query: str, policy: PromptRanking) -> set[int]:
@@ -299,12 +323,14 @@ def _weighed(
     arms: str,
     query: str,
     prompts: PromptRanking,
+    currency: Currency,
 ) -> list[Hit]:
-    """The top `k` candidates once weighted by retention, earlier prompts in their
-    place (selectors.prompts), as hits with their entries."""
+    """The top `k` candidates once weighted by retention, stale entries below what
+    replaced them (selectors.currency), earlier prompts in their place
+    (selectors.prompts), as hits with their entries."""
     tau = float(knob(workspace, "decay_tau_days"))
     weighed = []
-    for s in _considered(fusion.candidates, seen, max(k * 3, k)):
+    for s in _considered(fusion.candidates, seen, _wanted(k)):
         entry = seen[s.id]
         r = retention(
             last_accessed=entry.last_accessed,
@@ -318,7 +344,9 @@ def _weighed(
         weighted = s.score * (0.8 + 0.2 * r) if arms == "hybrid" else s.score
         weighed.append((weighted, seen[s.id].row, (r, s)))
     weighed.sort(key=lambda w: (-w[0], -w[2][1].id))
+    weighed = currency_ranked(weighed, {n: w[2][1].id for n, w in enumerate(weighed)}, currency)
     top = prompts_ranked(ranked=weighed, query=query, policy=prompts, k=k)
+    top = current_first(top, [s.id for _, (_, s) in top], currency)
     loaded = {s.id: seen[s.id].memory() for _, (_, s) in top}
     return [
         Hit(memory=loaded[s.id], score=weighted, retention=r, cosine=s.cosine, bm25=s.bm25)
