@@ -44,6 +44,7 @@ from memories.selectors.entries import (
     visible_sql,
     visible_to,
 )
+from memories.selectors.currency import Currency, currency_of
 from memories.selectors.floor import above_floor
 from memories.selectors.fusion import (
     DENSE_BLIND_SHARE,
@@ -112,6 +113,7 @@ __all__ = [
     "STAT_LENGTH",
     "STAT_SWAPPING",
     "Conflict",
+    "Currency",
     "ConflictCluster",
     "DenseHit",
     "EmbedderStatus",
@@ -134,6 +136,7 @@ __all__ = [
     "above_floor",
     "asks_past_requests",
     "beside",
+    "currency_of",
     "cut_at_sentence",
     "dedupe_neighbours",
     "dedupe_neighbours_known",

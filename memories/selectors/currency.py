@@ -9,6 +9,12 @@ no model's judgment:
   (cosine SUBJECT_COSINE) and they share a content word (a subject's name or
   the old value: "npm", "package", "manager"), which keeps apart two entries
   only worded alike ("We use Redis for the cache", "We use Sentry for errors");
+- the newer changes the older when it says something the older does not: a
+  content word the older lacks ("pnpm" after "npm"), or a number the older
+  lacks in a text that says it changes something ("switched", "no longer",
+  "from now on"...). Two entries that agree ("we switched to pnpm" and
+  "packages are installed with pnpm; npm is no longer used") or only count
+  on ("Release note 2", "Release note 3") are no change;
 - of such a pair, the newer is current and the older is stale: the newer
   ranks at least where the older would, the older counts for STALE_WEIGHT of
   its score, and both are marked in what the model sees (which is current,
@@ -68,6 +74,10 @@ class Currency:
     # A current entry → the stale one it replaces (a pair of the ids asked about).
     replaces: dict[int, int] = field(default_factory=dict)
 
+    def marks(self) -> dict[int, str]:
+        """Every marked entry's mark (for rendering)."""
+        return {i: self.mark(i) for i in {*self.stale, *self.replaces}}
+
     def mark(self, memory_id: int) -> str:
         """How an entry is marked for the model: "" for an entry with no conflict."""
         if memory_id in self.stale:
@@ -78,13 +88,35 @@ class Currency:
 
 
 def subject_words(text: str) -> frozenset[str]:
-    words = (w.casefold() for w in _WORD.findall(text))
-    return frozenset(w for w in words if w not in _NOT_SUBJECT and not w.isdigit())
+    return frozenset(w for w in _words(text) if not w.isdigit())
 
 
 def same_subject(a: str, b: str) -> bool:
     """Whether two texts, already near in meaning, name one subject (a shared content word)."""
     return bool(subject_words(a) & subject_words(b))
+
+
+# Words people write a change with.
+_CHANGE_CUE = re.compile(
+    r"\b(switch(ed|ing)?|mov(ed|ing)|migrat(ed|ing)|replac(ed|es|ing)|instead|no\s+longer|"
+    r"any\s*more|from\s+now\s+on|(is|are)\s+gone|dropp(ed|ing)|deprecated|chang(ed|ing)|"
+    r"retired|now,?\s+not)\b",
+    re.IGNORECASE,
+)
+
+
+def _words(text: str) -> frozenset[str]:
+    """The content words of `text` (numbers included; a lone letter, as the s of "repo's", not)."""
+    words = (w.casefold() for w in _WORD.findall(text))
+    return frozenset(w for w in words if len(w) > 1 and w not in _NOT_SUBJECT)
+
+
+def changes(older: str, newer: str) -> bool:
+    """Whether `newer`, on the subject of `older`, changes it (see the module)."""
+    added = _words(newer) - _words(older)
+    if any(not w.isdigit() for w in added):
+        return True
+    return bool(added) and _CHANGE_CUE.search(newer) is not None
 
 
 # Raw SQL: pairwise cosines of a handful of rows, and each captured prompt's
@@ -137,6 +169,9 @@ def _pair(currency: Currency, row: tuple[Any, ...], wanted: set[int]) -> None:
                 currency.replaces[int(replacement)] = a
         return
     older, newer = (a, b) if (a_at, a) < (b_at, b) else (b, a)
+    texts = {a: a_text, b: b_text}
+    if not changes(texts[older], texts[newer]):
+        return
     currency.stale[older] = newer
     currency.replaces[newer] = older
 

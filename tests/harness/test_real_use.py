@@ -150,3 +150,58 @@ def test_the_blocks_hold_what_the_question_is_about_not_filler(
     prompt_context = hook_context(said, "UserPromptSubmit")
     assert BILLING in prompt_context
     assert "Unrelated note" not in prompt_context, prompt_context
+
+
+# --- 5. a decision that changes -------------------------------------------------------------
+
+OLD_DECISION = "we use npm for this repo's packages"
+NEW_DECISION = "we switched to pnpm for this repo's packages, npm is gone"
+OLD_FACT = "This repo's packages are installed with npm."
+NEW_FACT = "This repo's packages are installed with pnpm; npm is no longer used."
+
+
+def line_of(text: str, needle: str) -> str:
+    """The line of `text` that holds `needle` (an index line, a restore line), or ""."""
+    return next((line for line in text.splitlines() if needle in line), "")
+
+
+def test_a_changed_decision_is_shown_as_current_and_the_old_one_as_stale(
+    harness: HarnessMaker, live: Served, account: Account
+) -> None:
+    account.api.post(
+        "/memories/bulk/",
+        json={"items": [{"text": f"Release note {n}: shipped sprint {n}"} for n in range(4)]},
+    ).raise_for_status()
+    h = harness(memflow_env(live.url, account.key, account.workspace.slug))
+    h.install_hooks()
+    # The user says it, and the model remembers it; later the model supersedes its
+    # own entry, and the user types the change.
+    h.run(OLD_DECISION, [Text("Noted.")])
+    old = account.api.post("/memories/", json={"text": OLD_FACT}).json()
+    account.api.post(
+        f"/memories/{old['id']}/supersede/", json={"text": NEW_FACT}
+    ).raise_for_status()
+    h.run(NEW_DECISION, [Text("Noted.")])
+    memories = account.api.get("/memories/?limit=50").json()["results"]
+    typed_old = next(m["id"] for m in memories if m["text"] == OLD_DECISION)
+    typed_new = next(m["id"] for m in memories if m["text"] == NEW_DECISION)
+
+    # A new session's restore pack: what the user typed before the change is marked stale.
+    h.run("hello again", [Text("Hi.")])
+    said = "\n".join(strings(h.model.main_requests()[-1].body["messages"]))
+    restore = said[said.index("<memflow-restore") : said.index("</memflow-restore>")]
+    assert "stale" in line_of(restore, OLD_DECISION), restore
+
+    # Without the trail, the question: the change is given and marked current, the
+    # superseded entry is not given, and the old decision (if given at all) comes
+    # after the change, marked stale.
+    account.workspace.settings = {**(account.workspace.settings or {}), "restore_minutes": 0}
+    account.workspace.save(update_fields=["settings"])
+    h.run("which package manager do we use for this repo's packages?", [Text("pnpm.")])
+    said = "\n".join(strings(h.model.main_requests()[-1].body["messages"]))
+    assert NEW_FACT in said and OLD_FACT not in said, said
+    recalled = hook_context(said, "UserPromptSubmit")
+    assert "current: replaces" in line_of(recalled, f"#{typed_new} "), recalled
+    if OLD_DECISION in recalled:
+        assert recalled.index(NEW_DECISION) < recalled.index(OLD_DECISION), recalled
+        assert "stale: #" in line_of(recalled, f"#{typed_old} "), recalled
