@@ -20,6 +20,7 @@ from memories.selectors.bm25 import (
     lexical_statement,
     lexical_stats,
 )
+from memories.selectors.currency import Currency, currency_of
 from memories.selectors.dedupe import (
     dedupe_neighbours,
     dedupe_neighbours_known,
@@ -44,7 +45,6 @@ from memories.selectors.entries import (
     visible_sql,
     visible_to,
 )
-from memories.selectors.currency import Currency, currency_of
 from memories.selectors.floor import above_floor
 from memories.selectors.fusion import (
     DENSE_BLIND_SHARE,
@@ -113,8 +113,8 @@ __all__ = [
     "STAT_LENGTH",
     "STAT_SWAPPING",
     "Conflict",
-    "Currency",
     "ConflictCluster",
+    "Currency",
     "DenseHit",
     "EmbedderStatus",
     "Fusion",

@@ -54,14 +54,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that say nothing about what an entry is about: grammar, and the words
 # people change decisions with.
 _NOT_SUBJECT = frozenset(
-    """a an the and or but of to for in on at by with from as is are was were be been it its
-    this that these those we our us you your they their i my me he she them there here
-    do does did done have has had will would should can could may might must shall not no
-    now then than so too very just also only all any some each every more most other
-    use uses used using went go goes going stay stays stayed keep keeps kept decision decided
-    changed change changes switched switch moved move migrated replaced replaces instead
-    longer anymore gone dropped drop deprecated retired from_now since new old is_gone
-    what which who how when where why""".split()
+    ["a", "an", "the", "and", "or", "but", "of", "to", "for", "in", "on", "at", "by", "with", "from", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "these", "those", "we", "our", "us", "you", "your", "they", "their", "i", "my", "me", "he", "she", "them", "there", "here", "do", "does", "did", "done", "have", "has", "had", "will", "would", "should", "can", "could", "may", "might", "must", "shall", "not", "no", "now", "then", "than", "so", "too", "very", "just", "also", "only", "all", "any", "some", "each", "every", "more", "most", "other", "use", "uses", "used", "using", "went", "go", "goes", "going", "stay", "stays", "stayed", "keep", "keeps", "kept", "decision", "decided", "changed", "change", "changes", "switched", "switch", "moved", "move", "migrated", "replaced", "replaces", "instead", "longer", "anymore", "gone", "dropped", "drop", "deprecated", "retired", "from_now", "since", "new", "old", "is_gone", "what", "which", "who", "how", "when", "where", "why"]
 )
 
 

@@ -30,9 +30,9 @@ from memories.selectors.bm25 import (
 )
 from memories.selectors.currency import (
     Currency,
-    current_first,
     currency_of,
     currency_ranked,
+    current_first,
 )
 from memories.selectors.dense import DENSE_CANDIDATES, DenseHit, dense_hits
 from memories.selectors.embedder import embedder_for
