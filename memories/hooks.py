@@ -222,6 +222,7 @@ def restore_block(ctx: HookContext) -> Block | None:
         minutes=int(knob(ctx.workspace, "restore_minutes")),
         now=now,
         viewer_id=ctx.session.user_id,
+        project=ctx.session.project or None,
     )
     # A resumed session has what it was given: only what is new since.
     trail, conclusions = _unseen(ctx, pack.trail), _unseen(ctx, pack.conclusions)
@@ -314,6 +315,19 @@ def lessons_block(ctx: HookContext) -> Block | None:
     )
 
 
+def _marks(
+    ctx: HookContext, result: selectors.RecallResult, memories: list[Memory]
+) -> dict[int, str]:
+    """What the model is told of an entry beside its text: which of two conflicting
+    entries is current (selectors.currency), and the project of another project's."""
+    marks = result.currency.marks()
+    for m in memories:
+        if selectors.other_project(m.project, ctx.session.project):
+            said = f"project {selectors.project_label(m.project)}"
+            marks[int(m.pk)] = f"{marks[int(m.pk)]}; {said}" if int(m.pk) in marks else said
+    return marks
+
+
 def recall_blocks(ctx: HookContext) -> Iterable[Block]:
     """The recall block (whole texts under a budget) and an index of further pointers."""
     query = _per_turn_query(ctx)
@@ -333,6 +347,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         now=now,
         # The session's own prompts are in the harness's transcript already.
         prompts=selectors.PromptRanking(session_id=ctx.session.pk),
+        project=ctx.session.project or None,
     )
     if _embedder(ctx).symmetric:
         # The dense arm searched with the very vector the capture stores:
@@ -352,7 +367,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         budget_chars=int(knob(ctx.workspace, "hook_recall_chars")),
         # Earlier prompts are the answer when the prompt asks about them.
         prompt_share=None if selectors.asks_past_requests(query) else BLOCK_PROMPT_SHARE,
-        marks=result.currency.marks(),
+        marks=(marks := _marks(ctx, result, memories)),
     )
     if body:
         blocks.append(
@@ -369,7 +384,7 @@ def recall_blocks(ctx: HookContext) -> Iterable[Block]:
         rest,
         now=now,
         budget_chars=int(knob(ctx.workspace, "hook_index_chars")),
-        marks=result.currency.marks(),
+        marks=marks,
     )
     if index:
         blocks.append(

@@ -191,6 +191,12 @@ def _workspace_for_root(
     return workspace
 
 
+def session_project(payload: dict[str, Any]) -> str:
+    """The session's project: the root directory the client resolved, else its cwd."""
+    root = _string(payload, "project_root") or _string(payload, "cwd")
+    return root.rstrip("/") or root
+
+
 def delegation_depth(payload: dict[str, Any]) -> int:
     for name in ("delegation_depth", "delegationDepth", "agent_depth"):
         value = payload.get(name)
@@ -282,6 +288,7 @@ def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None)
         external_id=session_id[:200],
         app=app[:64],
         cwd=_string(payload, "cwd"),
+        project=session_project(payload),
         device=_string(payload, "device")[:200],
         params=redact_json(env) if isinstance(env := payload.get("env"), dict) else {},
     )
@@ -423,7 +430,9 @@ def _session_turn(new: AgentSession, *, turn: bool) -> tuple[AgentSession, bool]
         return AgentSession.objects.get_or_create(
             workspace=new.workspace,
             external_id=new.external_id,
-            defaults={f: getattr(new, f) for f in ("user", "app", "cwd", "device", "params")},
+            defaults={
+                f: getattr(new, f) for f in ("user", "app", "cwd", "project", "device", "params")
+            },
         )
     new.turns = 1
     values = [f.get_db_prep_save(f.pre_save(new, add=True), connection) for f in _SESSION_FIELDS]

@@ -128,9 +128,10 @@ def http_target(
     query = {}
     if config.get("workspace"):
         query["workspace"] = str(config["workspace"])
-    elif project_dir is not None:
+    if project_dir is not None:
+        # The project its sessions work in (and, without a workspace, the one it maps to).
         query["project_root"] = project_root(str(project_dir))
-    else:
+    elif not config.get("workspace"):
         return None, "no workspace is set (MEMFLOW_WORKSPACE) for hooks that serve every project"
     if config.get("app"):
         query["app"] = str(config["app"])

@@ -82,6 +82,7 @@ def _recall_values(
     budget_chars: int | None = None,
     session_id: str = "",
     inject: bool = False,
+    project: str = "",
 ) -> dict[str, Any]:
     values: dict[str, Any] = {
         "query": query,
@@ -93,6 +94,8 @@ def _recall_values(
     }
     if compartment:
         values["compartment"] = compartment
+    if project:
+        values["project"] = project
     if budget_chars is not None:
         values["budget_chars"] = budget_chars
     return values
@@ -183,9 +186,11 @@ async def flymemory_recall(
     compartment: str = "",
     session_id: str = "",
     inject: bool = False,
+    project: str = "",
 ) -> CallToolResult:
     """Hybrid recall (semantic + keyword, weighted by retention): ids, scores, age,
-    source. include_superseded for history. Nothing relevant? Rephrase with more
+    source. include_superseded for history; project (a root directory) keeps to that
+    project's entries and the workspace-wide ones. Nothing relevant? Rephrase with more
     context before concluding it is not stored.
     """
 
@@ -200,6 +205,7 @@ async def flymemory_recall(
                 include_superseded=include_superseded,
                 session_id=session_id,
                 inject=inject,
+                project=project,
             ),
         )
         answer, hits, now = _recall(call, data.validated_data, data.filters())
@@ -270,9 +276,11 @@ async def flymemory_recall_index(
     budget_chars: int | None = None,
     session_id: str = "",
     inject: bool = False,
+    project: str = "",
 ) -> CallToolResult:
     """A compact index of matches (#id | age | source | first words) within
-    budget_chars; read an entry with flymemory_get_memory.
+    budget_chars; read an entry with flymemory_get_memory. project (a root directory)
+    keeps to that project's entries and the workspace-wide ones.
     """
 
     def body(call: Call) -> Answer:
@@ -286,6 +294,7 @@ async def flymemory_recall_index(
                 budget_chars=budget_chars,
                 session_id=session_id,
                 inject=inject,
+                project=project,
             ),
         )
         answer, _, _ = _recall(call, data.validated_data, data.filters())
@@ -303,9 +312,11 @@ async def flymemory_recall_block(
     include_superseded: bool = False,
     session_id: str = "",
     inject: bool = False,
+    project: str = "",
 ) -> CallToolResult:
     """The best matches in full, as many as fit budget_chars (what a prompt
-    hook injects).
+    hook injects). project (a root directory) keeps to that project's entries and
+    the workspace-wide ones.
     """
 
     def body(call: Call) -> Answer:
@@ -320,6 +331,7 @@ async def flymemory_recall_block(
                 budget_chars=budget_chars,
                 session_id=session_id,
                 inject=inject,
+                project=project,
             ),
         )
         answer, _, _ = _recall(call, data.validated_data, data.filters())

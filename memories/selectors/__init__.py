@@ -64,6 +64,7 @@ from memories.selectors.insights import (
     memory_fading,
 )
 from memories.selectors.packs import SessionPack, cut_at_sentence, session_pack
+from memories.selectors.projects import other_project, project_label
 from memories.selectors.prompts import PromptRanking, asks_past_requests, is_captured_prompt
 from memories.selectors.recall import Hit, RecallResult, memory_recall
 from memories.selectors.search import (
@@ -163,7 +164,9 @@ __all__ = [
     "memory_purge_due",
     "memory_recall",
     "memory_stats",
+    "other_project",
     "private_audit_targets",
+    "project_label",
     "reembed_swapping",
     "search_settings_apply",
     "serving_backend",

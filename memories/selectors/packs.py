@@ -57,10 +57,15 @@ def session_pack(
     minutes: int = 180,
     now: datetime | None = None,
     viewer_id: int | None = None,
+    project: str | None = None,
 ) -> SessionPack:
+    """Recent activity and the latest conclusions; with `project`, only that project's
+    and the whole workspace's (a new session in one project is not told another's)."""
     now = now or timezone.now()
     since = now - timedelta(minutes=minutes)
     readable = Memory.objects.filter(unexpired(), visible_to(viewer_id), workspace=workspace)
+    if project:
+        readable = readable.filter(project__in=[project, ""])
     recent = list(
         readable.filter(valid_to__isnull=True, created_at__gte=since)
         .exclude(compartment="lessons")

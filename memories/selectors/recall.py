@@ -38,6 +38,7 @@ from memories.selectors.dense import DENSE_CANDIDATES, DenseHit, dense_hits
 from memories.selectors.embedder import embedder_for
 from memories.selectors.entries import MemoryFilters
 from memories.selectors.fusion import DENSE_BLIND_SHARE, Fusion, Scored, fuse
+from memories.selectors.projects import project_preferred
 from memories.selectors.prompts import PromptRanking, is_captured_prompt, prompts_ranked
 from memories.selectors.search import Seen, _vector_param, beside
 
@@ -89,6 +90,7 @@ def memory_recall(
     now: datetime | None = None,
     prompts: PromptRanking | None = None,
     candidates: int | None = None,
+    project: str | None = None,
 ) -> RecallResult:
     """Hybrid recall, weighted by retention. Reads only: rehearsal is the caller's.
 
@@ -100,6 +102,8 @@ def memory_recall(
     (the single arms serve the quality bench and debugging). `prompts`: how
     captured prompts rank (selectors.prompts and selectors.answered).
     `candidates`: how many entries each arm brings (by default 50).
+    `project`: the asking session's project, whose entries are preferred
+    (selectors.projects).
 
     Three statements: the term statistics, the dense arm (with the lexical
     features of its hits) and the lexical arm (with the cosines of its
@@ -165,6 +169,7 @@ def memory_recall(
         query=query,
         prompts=policy,
         currency=currency,
+        project=project,
     )
     return RecallResult(hits=hits, fusion=fusion, currency=currency)
 
@@ -324,6 +329,7 @@ def _weighed(
     query: str,
     prompts: PromptRanking,
     currency: Currency,
+    project: str | None = None,
 ) -> list[Hit]:
     """The top `k` candidates once weighted by retention, stale entries below what
     replaced them (selectors.currency), earlier prompts in their place
@@ -344,6 +350,7 @@ def _weighed(
         weighted = s.score * (0.8 + 0.2 * r) if arms == "hybrid" else s.score
         weighed.append((weighted, seen[s.id].row, (r, s)))
     weighed.sort(key=lambda w: (-w[0], -w[2][1].id))
+    weighed = project_preferred(weighed, project)
     weighed = currency_ranked(weighed, {n: w[2][1].id for n, w in enumerate(weighed)}, currency)
     top = prompts_ranked(ranked=weighed, query=query, policy=prompts, k=k)
     top = current_first(top, [s.id for _, (_, s) in top], currency)

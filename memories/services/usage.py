@@ -99,6 +99,8 @@ def memory_recall_answer(
         filters=filters,
         now=now,
         prompts=selectors.PromptRanking(session_id=session.pk if session else None),
+        # A session's own project first (selectors.projects).
+        project=(filters.project or (session.project if session else "")) or None,
     )
     memories = [hit.memory for hit in result.hits]
     body: dict[str, Any] = {

@@ -9,13 +9,14 @@ to do with.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memories import services
 from memories.services import RememberInput
-from tests.harness.conftest import Account, HarnessMaker, memflow_env
+from tests.harness.conftest import Account, Harness, HarnessMaker, memflow_env
 from tests.harness.fake_model import Reply, Text, ToolUse, strings
 from tests.memflow_site.helpers import Served
 
@@ -205,3 +206,50 @@ def test_a_changed_decision_is_shown_as_current_and_the_old_one_as_stale(
     if OLD_DECISION in recalled:
         assert recalled.index(NEW_DECISION) < recalled.index(OLD_DECISION), recalled
         assert "stale: #" in line_of(recalled, f"#{typed_old} "), recalled
+
+
+# --- 6. two projects in one workspace -------------------------------------------------------
+
+TESTS_A = "The tests of this project run with `make check-api`."
+TESTS_B = "The tests of this project run with `npm run test:web`."
+EVERYWHERE = "Every project in this workspace deploys on Fridays only."
+
+
+def test_each_project_is_answered_from_its_own_memories_first(
+    harness: HarnessMaker, live: Served, account: Account, tmp_path: Path
+) -> None:
+    env = memflow_env(live.url, account.key, account.workspace.slug)
+    a = harness(env)
+    (tmp_path / "b").mkdir()
+    b = Harness(claude=a.claude, root=tmp_path / "b", model=a.model, memflow_env=env)
+    for h in (a, b):
+        h.install_hooks()
+    # In each project the model remembers how its tests run (with its session, as
+    # memflow's tools do); one fact holds for the whole workspace.
+    for h, fact in ((a, TESTS_A), (b, TESTS_B)):
+        session = h.run("hello", [Text("Hi.")]).result["session_id"]
+        account.api.post("/memories/", json={"text": fact, "session": session}).raise_for_status()
+    account.api.post("/memories/", json={"text": EVERYWHERE}).raise_for_status()
+
+    run = a.run("how do I run the tests?", [Text("make check-api")])
+
+    assert run.result["subtype"] == "success", run.stderr
+    said = "\n".join(strings(a.model.main_requests()[-1].body["messages"]))
+    # Project A's session is given A's way first; B's (if at all) after it, marked as B's.
+    assert TESTS_A in said, said
+    if TESTS_B in said:
+        assert said.index(TESTS_A) < said.index(TESTS_B), said
+        assert (
+            "project " in line_of(said, "npm run test:web")
+            or "project " in said[said.rindex("[#", 0, said.index(TESTS_B)) : said.index(TESTS_B)]
+        ), said
+    # recall/ takes the project, and the workspace's own memories stay findable in it.
+    asked = account.api.post(
+        "/recall/", json={"query": "how do I run the tests?", "project": str(b.project)}
+    ).json()
+    texts = [r["text"] for r in asked["results"]]
+    assert TESTS_B in texts and TESTS_A not in texts, texts
+    asked = account.api.post(
+        "/recall/", json={"query": "when do we deploy?", "directory": str(a.project)}
+    ).json()
+    assert EVERYWHERE in [r["text"] for r in asked["results"]]
