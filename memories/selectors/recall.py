@@ -102,8 +102,7 @@ def memory_recall(
     (the single arms serve the quality bench and debugging). `prompts`: how
     captured prompts rank (selectors.prompts and selectors.answered).
     `candidates`: how many entries each arm brings (by default 50).
-    `project`: the asking session's project, whose entries are preferred
-    (selectors.projects).
+    `project`: the asking session's project, preferred (selectors.projects).
 
     Three statements: the term statistics, the dense arm (with the lexical
     features of its hits) and the lexical arm (with the cosines of its
@@ -149,16 +148,23 @@ def memory_recall(
             _unweighing(seen, query, policy),
         )
         answers_carried(workspace=workspace, fusion=fusion, seen=seen, policy=policy, query=query)
-    # What is current among the candidates the ranking will weigh (hybrid recall only:
-    # the single arms serve the quality bench, which measures the arms as they are).
-    currency = (
-        currency_of(
-            workspace=workspace,
-            ids=[s.id for s in _considered(fusion.candidates, seen, _wanted(k))],
-        )
-        if arms == "hybrid"
-        else Currency()
-    )
+    return _ranked(workspace, fusion, seen, k, now, arms, query, policy, project)
+
+
+def _ranked(
+    workspace: Workspace,
+    fusion: Fusion,
+    seen: dict[int, Seen],
+    k: int,
+    now: datetime,
+    arms: str,
+    query: str,
+    policy: PromptRanking,
+    project: str | None,
+) -> RecallResult:
+    """The fused candidates as the recall's result: what is current among them found,
+    then weighed (see _weighed)."""
+    currency = _currency(workspace, fusion, seen, k, arms)
     hits = _weighed(
         workspace=workspace,
         fusion=fusion,
@@ -172,6 +178,17 @@ def memory_recall(
         project=project,
     )
     return RecallResult(hits=hits, fusion=fusion, currency=currency)
+
+
+def _currency(
+    workspace: Workspace, fusion: Fusion, seen: dict[int, Seen], k: int, arms: str
+) -> Currency:
+    """What is current among the candidates the ranking will weigh (hybrid recall only:
+    the single arms serve the quality bench, which measures the arms as they are)."""
+    if arms != "hybrid":
+        return Currency()
+    considered = _considered(fusion.candidates, seen, _wanted(k))
+    return currency_of(workspace=workspace, ids=[s.id for s in considered])
 
 
 def _wanted(k: int) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 import subprocess
 from pathlib import Path
 
@@ -58,7 +59,11 @@ def test_the_project_install_posts_where_no_disk_is_needed(tmp_path):
     for name in ("SessionStart", "PostToolUse", "PostToolUseFailure", "SessionEnd"):
         assert hooks[name]["command"].endswith(f" hook {install_hooks.hook_event(hooks[name])}")
     prompt = hooks["UserPromptSubmit"]
-    assert prompt["url"] == "http://127.0.0.1:8765/api/v1/hooks/claude-code?workspace=acme"
+    # The workspace, and the project its sessions work in (their memories are kept with it).
+    root = urllib.parse.quote(str(tmp_path), safe="")
+    assert prompt["url"] == (
+        f"http://127.0.0.1:8765/api/v1/hooks/claude-code?workspace=acme&project_root={root}"
+    )
     assert prompt["headers"] == {"Authorization": "Bearer $MEMFLOW_API_KEY"}
     assert prompt["allowedEnvVars"] == ["MEMFLOW_API_KEY"]
     # A hung server costs a prompt the hook budget, a record-only hook less.
