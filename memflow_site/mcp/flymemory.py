@@ -189,8 +189,7 @@ async def flymemory_recall(
     project: str = "",
 ) -> CallToolResult:
     """Hybrid recall (semantic + keyword, weighted by retention): ids, scores, age,
-    source. include_superseded for history; project (a root directory) keeps to that
-    project's entries and the workspace-wide ones. Nothing relevant? Rephrase with more
+    source. include_superseded for history. Nothing relevant? Rephrase with more
     context before concluding it is not stored.
     """
 
@@ -279,8 +278,7 @@ async def flymemory_recall_index(
     project: str = "",
 ) -> CallToolResult:
     """A compact index of matches (#id | age | source | first words) within
-    budget_chars; read an entry with flymemory_get_memory. project (a root directory)
-    keeps to that project's entries and the workspace-wide ones.
+    budget_chars; read an entry with flymemory_get_memory.
     """
 
     def body(call: Call) -> Answer:
@@ -315,8 +313,7 @@ async def flymemory_recall_block(
     project: str = "",
 ) -> CallToolResult:
     """The best matches in full, as many as fit budget_chars (what a prompt
-    hook injects). project (a root directory) keeps to that project's entries and
-    the workspace-wide ones.
+    hook injects).
     """
 
     def body(call: Call) -> Answer:

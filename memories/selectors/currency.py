@@ -9,12 +9,17 @@ no model's judgment:
   (cosine SUBJECT_COSINE) and they share a content word (a subject's name or
   the old value: "npm", "package", "manager"), which keeps apart two entries
   only worded alike ("We use Redis for the cache", "We use Sentry for errors");
-- the newer changes the older when it says something the older does not: a
-  content word the older lacks ("pnpm" after "npm"), or a number the older
-  lacks in a text that says it changes something ("switched", "no longer",
-  "from now on"...). Two entries that agree ("we switched to pnpm" and
-  "packages are installed with pnpm; npm is no longer used") or only count
-  on ("Release note 2", "Release note 3") are no change;
+- the newer changes the older when it says something the older does not,
+  and either says it changes something ("switched", "no longer", "from now
+  on"...) or is the older's statement with another value: at least
+  SAME_SHAPE of the shorter one's content words are shared, at most
+  VALUE_WORDS differ on each side (a value swapped, not another statement),
+  and a word the older lacks is not a mere number ("pnpm" after "npm"). Two
+  entries that agree ("we switched to pnpm" and "packages are installed with
+  pnpm; npm is no longer used"), that say different things about one subject
+  ("the billing worker retries 3 times", "the billing worker keeps its queue
+  in Redis") or only count on ("Release note 2", "Release note 3") are no
+  change;
 - of such a pair, the newer is current and the older is stale: the newer
   ranks at least where the older would, the older counts for STALE_WEIGHT of
   its score, and both are marked in what the model sees (which is current,
@@ -27,7 +32,8 @@ no model's judgment:
 
 Read-only, and one statement for a set of ids (the candidates of a recall,
 the entries of a restore pack): the pairs' cosines and the superseded entries
-near each captured prompt, through the rows' stored vectors.
+near each captured prompt (among the latest SUPERSEDED_SCAN), through the
+rows' stored vectors.
 """
 
 from __future__ import annotations
@@ -45,6 +51,16 @@ from contexts.models import Workspace
 # decision and its change score 0.4-0.9; entries on different subjects worded
 # alike reach 0.6, hence the shared word too).
 SUBJECT_COSINE = 0.4
+# The share of the shorter text's content words two statements of one decision share
+# ("We use npm for packages" / "We use pnpm for packages": all but the value).
+SAME_SHAPE = 0.5
+# ... and differ in at most this many words on each side: the value ("an approval from
+# a code owner"), where two statements about one thing differ in most of theirs.
+VALUE_WORDS = 3
+# How many of the latest superseded entries a captured prompt is compared with: the
+# cost stays bounded however much history a workspace keeps (a prompt typed before an
+# older supersede is left unmarked).
+SUPERSEDED_SCAN = 500
 # A stale entry's score is multiplied by this (it stays findable, below what holds).
 STALE_WEIGHT = 0.7
 # How far above a stale entry's score the entry that replaced it is lifted at least.
@@ -232,9 +248,14 @@ def _words(text: str) -> frozenset[str]:
 def changes(older: str, newer: str) -> bool:
     """Whether `newer`, on the subject of `older`, changes it (see the module)."""
     added = _words(newer) - _words(older)
-    if any(not w.isdigit() for w in added):
+    if not added:
+        return False
+    if _CHANGE_CUE.search(newer) is not None:
         return True
-    return bool(added) and _CHANGE_CUE.search(newer) is not None
+    a, b = subject_words(older), subject_words(newer)
+    shared = len(a & b) / max(1, min(len(a), len(b)))
+    swapped = len(a - b) <= VALUE_WORDS and len(b - a) <= VALUE_WORDS
+    return shared >= SAME_SHAPE and swapped and any(not w.isdigit() for w in added)
 
 
 # Raw SQL: pairwise cosines of a handful of rows, and each captured prompt's
@@ -250,10 +271,13 @@ _PAIRS_SQL = """
     UNION ALL
     SELECT p.id, s.id, p.text, s.text, p.created_at, s.valid_to, TRUE, s.superseded_by_id
     FROM memories_memory p
-    JOIN memories_memory s ON s.workspace_id = p.workspace_id
-      AND s.valid_to IS NOT NULL AND s.superseded_by_id IS NOT NULL
-      AND s.forgotten_at IS NULL AND s.valid_to > p.created_at
-      AND s.embedding IS NOT NULL AND s.embedding_model = p.embedding_model
+    JOIN (
+        SELECT s0.* FROM memories_memory s0
+        WHERE s0.workspace_id = %(ws)s AND s0.valid_to IS NOT NULL
+          AND s0.superseded_by_id IS NOT NULL AND s0.forgotten_at IS NULL
+          AND s0.embedding IS NOT NULL
+        ORDER BY s0.valid_to DESC LIMIT %(scan)s
+    ) s ON s.valid_to > p.created_at AND s.embedding_model = p.embedding_model
     WHERE p.id = ANY(%(ids)s) AND p.workspace_id = %(ws)s AND p.embedding IS NOT NULL
       AND p.source = 'hook' AND p.compartment = ''
       AND 1 - (p.embedding <=> s.embedding) >= %(t)s
@@ -267,7 +291,10 @@ def currency_of(*, workspace: Workspace, ids: Iterable[int]) -> Currency:
     if len(wanted) < 1:
         return currency
     with connection.cursor() as cursor:
-        cursor.execute(_PAIRS_SQL, {"ids": wanted, "ws": workspace.pk, "t": SUBJECT_COSINE})
+        cursor.execute(
+            _PAIRS_SQL,
+            {"ids": wanted, "ws": workspace.pk, "t": SUBJECT_COSINE, "scan": SUPERSEDED_SCAN},
+        )
         rows = cursor.fetchall()
     # Oldest pairs first, so an entry's newest replacement is the one kept.
     for row in sorted(rows, key=lambda r: (max(r[4], r[5]), r[0], r[1])):
