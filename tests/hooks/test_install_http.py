@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import urllib.parse
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 from memflow_site.client import install as install_hooks
