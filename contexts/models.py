@@ -125,6 +125,10 @@ class AgentSession(models.Model):
     external_id = models.CharField(max_length=200)
     app = models.CharField(max_length=64, blank=True)
     cwd = models.TextField(blank=True)
+    # The project the session works in: the root directory the client resolved
+    # (`project_root`: where .git or .dsh is), else its cwd. What it remembers is
+    # kept with this project, and its recall prefers it.
+    project = models.TextField(blank=True, default="")
     device = models.CharField(max_length=200, blank=True)
     params = models.JSONField(default=dict, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)

@@ -56,6 +56,9 @@ class Memory(models.Model):
 
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.MODEL)
     app = models.CharField(max_length=64, blank=True, default="")
+    # The project (a root directory, as AgentSession.project) the entry was said in;
+    # "" for one that holds across the workspace. Recall prefers the asking project's.
+    project = models.TextField(blank=True, default="")
     session = models.ForeignKey(
         AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="memories"
     )

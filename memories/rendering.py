@@ -8,7 +8,7 @@ because a minute passed (the harness's prompt cache survives).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from django.utils.html import escape, format_html
@@ -40,16 +40,30 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
 
 
+def _marked(memory: Memory, marks: Mapping[int, str] | None) -> str:
+    """ " | <mark>" when the entry is marked (selectors.currency: stale or current), else ""."""
+    mark = (marks or {}).get(int(memory.pk), "")
+    return f" | {mark}" if mark else ""
+
+
 def index_block(
-    memories: Sequence[Memory], *, now: datetime, budget_chars: int
+    memories: Sequence[Memory],
+    *,
+    now: datetime,
+    budget_chars: int,
+    marks: Mapping[int, str] | None = None,
 ) -> tuple[str, list[int]]:
-    """`#id | age | source | one line` per entry, the whole block within the budget."""
+    """`#id | age | source | one line` per entry (`| mark |` before the line when the
+    entry has one), the whole block within the budget."""
     lines: list[str] = []
     ids: list[int] = []
     used = 0
     for memory in memories:
         source = memory.source + (f":{memory.app}" if memory.app else "")
-        head = f"#{memory.pk} | {age_label(memory.created_at, now)} | {source} | "
+        head = (
+            f"#{memory.pk} | {age_label(memory.created_at, now)} | {source}"
+            f"{_marked(memory, marks)} | "
+        )
         room = budget_chars - used - len(head) - 1
         if room < 20:
             break
@@ -66,8 +80,10 @@ def recall_block(
     now: datetime,
     budget_chars: int,
     prompt_share: int | None = None,
+    marks: Mapping[int, str] | None = None,
 ) -> tuple[str, list[int]]:
-    """Whole texts, best first, as many as fit in the budget (none is cut).
+    """Whole texts, best first, as many as fit in the budget (none is cut). An entry's
+    mark (`marks`: which of two conflicting entries is current) ends its header.
 
     With `prompt_share`, captured prompts hold at most one in that many of
     the entries the block shows: recall caps them in its ranking, but long
@@ -84,7 +100,8 @@ def recall_block(
         nonlocal used
         source = memory.source + (f":{memory.app}" if memory.app else "")
         entry = (
-            f"[#{memory.pk} | {age_label(memory.created_at, now)} | {source}]\n{inert(memory.text)}"
+            f"[#{memory.pk} | {age_label(memory.created_at, now)} | {source}"
+            f"{_marked(memory, marks)}]\n{inert(memory.text)}"
         )
         cost = len(entry) + (2 if parts else 0)
         if used + cost > budget_chars:

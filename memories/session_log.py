@@ -240,6 +240,10 @@ def session_event_view(
         view["sections"] = payload.get("sections") or []
         view["warnings"] = payload.get("warnings") or []
         view["preload"] = payload.get("preload")
+    agent = _first_text(payload, "agent_id")
+    if agent:
+        # A sub-agent's event, in the session it shares with the main thread.
+        view["agent"] = {"id": agent, "type": _first_text(payload, "agent_type")}
     return view
 
 

@@ -36,7 +36,7 @@ from contexts.tenancy.auth import request_user
 BY_CLAUDE_NAME = {claude: event for event, claude in CLAUDE_EVENT_NAMES.items()}
 BY_CLAUDE_NAME[CLAUDE_FAILURE_NAME] = "post-tool-use-failure"
 # The events whose output Claude Code reads as hookSpecificOutput.additionalContext.
-CONTEXT_EVENTS = frozenset({"session-start", "user-prompt", "post-tool-use"})
+CONTEXT_EVENTS = frozenset({"session-start", "user-prompt", "post-tool-use", "subagent-start"})
 # Set from the URL: the hook JSON itself has no place for them.
 QUERY_FIELDS = ("workspace", "app", "project_root")
 

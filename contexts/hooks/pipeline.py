@@ -86,6 +86,9 @@ _SYSTEM_PREFIXES = (
     "<command-",
     "<local-command",
 )
+# What Claude Code sends as a user turn when a background agent finishes: the agent's
+# report, not the user's words (its result reaches the model in that very turn).
+_AGENT_REPORT = "<task-notification"
 _MODEL_SWITCH = re.compile(
     r"^(model (switched|changed) to|switched model to|now using model)\b", re.I
 )
@@ -195,12 +198,19 @@ def _workspace_for_root(
     return workspace
 
 
+def session_project(payload: dict[str, Any]) -> str:
+    """The session's project: the root directory the client resolved, else its cwd."""
+    root = _string(payload, "project_root") or _string(payload, "cwd")
+    return root.rstrip("/") or root
+
+
 def delegation_depth(payload: dict[str, Any]) -> int:
     for name in ("delegation_depth", "delegationDepth", "agent_depth"):
         value = payload.get(name)
         if isinstance(value, int) and value >= 0:
             return value
-    return 0
+    # Claude Code names the sub-agent an event comes from, not how deep it is.
+    return 1 if _string(payload, "agent_id") else 0
 
 
 def classify_prompt(payload: dict[str, Any]) -> tuple[str | None, str]:
@@ -217,6 +227,8 @@ def classify_prompt(payload: dict[str, Any]) -> tuple[str | None, str]:
         return None, "too short"
     if lowered.startswith(_SYSTEM_PREFIXES):
         return None, "a system or peer message"
+    if lowered.startswith(_AGENT_REPORT):
+        return None, "a background agent's report"
     if any(lowered.startswith(h) for h in _HEARTBEATS) or _AUTOMATION_TAG.match(text):
         return None, "an automation heartbeat"
     if _ACK_PUNCTUATION.sub("", lowered) in _ACKNOWLEDGEMENTS or not _ACK_PUNCTUATION.sub(
@@ -258,6 +270,10 @@ def loggable(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "memflow_output": described}
 
 
+# The events that start a context: session-constant blocks belong in their answer.
+_STARTS = ("session-start", "subagent-start")
+
+
 def hook_handle(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -> HookOutcome:
     """Run one hook call. Its credential scans (the prompt, the logged payload,
     a stored tool output) share one budget, MEMFLOW_SECRETS_BUDGET_MS: a thread
@@ -287,6 +303,7 @@ def _hook_run(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -
         external_id=session_id[:200],
         app=app[:64],
         cwd=_string(payload, "cwd"),
+        project=session_project(payload),
         device=_string(payload, "device")[:200],
         params=redact_json(env) if isinstance(env := payload.get("env"), dict) else {},
     )
@@ -302,13 +319,19 @@ def _hook_run(*, event: str, payload: Any, user: User, api_key: ApiKey | None) -
         prompt=prompt,
         skipped_reason=skipped_reason,
         delegation_depth=depth,
+        agent_id=_string(payload, "agent_id")[:200],
+        agent_type=_string(payload, "agent_type")[:200],
         tool_failed=tool_failed,
         session_is_new=created,
         muted=is_muted(workspace, user, now),
-        constant=event == "session-start" or bool((payload.get("memflow") or {}).get("constant")),
+        constant=event in _STARTS or bool((payload.get("memflow") or {}).get("constant")),
         cache=cache,
     )
     ctx.seen, ctx.tools = session_view(session=session, workspace=workspace)
+    if event == "subagent-start":
+        # A sub-agent starts with a context of its own: nothing the main thread was
+        # given is in it.
+        ctx.seen = SessionView()
 
     for entry in observers_for(event):
         _guarded(entry.name, entry.fn, ctx)
@@ -425,7 +448,9 @@ def _session_turn(new: AgentSession, *, turn: bool) -> tuple[AgentSession, bool]
         session, created = AgentSession.objects.get_or_create(
             workspace=new.workspace,
             external_id=new.external_id,
-            defaults={f: getattr(new, f) for f in ("user", "app", "cwd", "device", "params")},
+            defaults={
+                f: getattr(new, f) for f in ("user", "app", "cwd", "project", "device", "params")
+            },
         )
         agent_session_check_owner(session=session, user=new.user)
         return session, created
@@ -477,17 +502,20 @@ def session_view(*, session: AgentSession, workspace: Workspace) -> tuple[Sessio
         .order_by("pk")
         .annotate(
             source=KT("payload__source"),
+            trigger=KT("payload__event"),
             tools=KeyTransform("memflow_tools", "payload"),
             names=_json_path("$.blocks[*].name"),
             shas=_json_path("$.blocks[*].sha256"),
             ids=_json_path("$.blocks[*].memory_ids[*]"),
         )
-        .values_list("kind", "source", "tools", "names", "shas", "ids")
+        .values_list("kind", "source", "trigger", "tools", "names", "shas", "ids")
     )
     blocks: dict[str, str] = {}
     ids: set[int] = set()
     said: Any = None
-    for kind, source, tools, names, shas, memory_ids in rows:
+    for kind, source, trigger, tools, names, shas, memory_ids in rows:
+        if trigger == "subagent-start":
+            continue  # given to a sub-agent, in a context of its own
         if kind == "session-start":
             said = tools if tools is not None else said
             if source in _FRESH_SOURCES:

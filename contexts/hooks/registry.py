@@ -14,7 +14,19 @@ if TYPE_CHECKING:
 
     from contexts.models import AgentSession, ApiKey, Workspace
 
-EVENTS = ("session-start", "user-prompt", "post-tool-use", "stop", "pre-compact", "session-end")
+EVENTS = (
+    "session-start",
+    "user-prompt",
+    "post-tool-use",
+    "stop",
+    "pre-compact",
+    "session-end",
+    # A sub-agent (Claude Code's Agent tool): its task as the tool is called, its start
+    # (which takes context, as a session start does), its end.
+    "pre-tool-use",
+    "subagent-start",
+    "subagent-stop",
+)
 
 # What Claude Code calls each event in `hookSpecificOutput.hookEventName`.
 CLAUDE_EVENT_NAMES = {
@@ -24,6 +36,9 @@ CLAUDE_EVENT_NAMES = {
     "stop": "Stop",
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
+    "pre-tool-use": "PreToolUse",
+    "subagent-start": "SubagentStart",
+    "subagent-stop": "SubagentStop",
 }
 
 
@@ -267,6 +282,10 @@ class HookContext:
     prompt: str | None = None
     skipped_reason: str = ""
     delegation_depth: int = 0
+    # The sub-agent an event comes from (Claude Code's agent_id and agent_type), "" for
+    # the main thread. A sub-agent shares its session with the main thread.
+    agent_id: str = ""
+    agent_type: str = ""
     # post-tool-use: the harness reported the tool call as failed (PostToolUseFailure).
     tool_failed: bool = False
     session_is_new: bool = False

@@ -130,6 +130,10 @@ def _bench_the_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
         results.append(
             run.bench_dedupe(size=args.size[0] if args.size else 20000, sample=args.sample)
         )
+    if what == "current":
+        from memories.bench.current import bench_current
+
+        results.append(bench_current(held_out=args.held_out, verbose=args.wrong))
     if what in ("burst", "all"):
         from memories.bench.burst import bench_burst
 
@@ -157,6 +161,7 @@ BENCHES = (
     "fairness",
     "burst",
     "capture",
+    "current",
     "projection",
     "secrets",
     "all",
@@ -194,6 +199,14 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--no-cite",
         action="store_true",
         help="capture: the model never cites the memory that answered an earlier question",
+    )
+    bench.add_argument(
+        "--held-out",
+        action="store_true",
+        help="current: also run the held-out split (not while tuning)",
+    )
+    bench.add_argument(
+        "--wrong", action="store_true", help="current: list the cases ranked old first"
     )
     bench.add_argument(
         "--fresh", action="store_true", help="quality: load the set again even when a run left it"

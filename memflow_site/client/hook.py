@@ -36,6 +36,10 @@ EVENTS = {
     "stop": "Stop",
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
+    # A sub-agent's task (PreToolUse of the Agent tool), its start and its end.
+    "pre-tool-use": "PreToolUse",
+    "subagent-start": "SubagentStart",
+    "subagent-stop": "SubagentStop",
 }
 # Claude Code reports a failed tool call as an event of its own. memflow runs
 # it as a post-tool-use (the JSON's `hook_event_name` flags the failure), so
@@ -47,7 +51,7 @@ BY_CLAUDE_NAME = {v: k for k, v in EVENTS.items()}
 BY_CLAUDE_NAME["PostToolUseFailure"] = "post-tool-use"
 ALIASES = {FAILURE_EVENT: "post-tool-use"}
 # Events whose output Claude Code reads as hookSpecificOutput.additionalContext.
-CONTEXT_EVENTS = {"session-start", "user-prompt", "post-tool-use"}
+CONTEXT_EVENTS = {"session-start", "user-prompt", "post-tool-use", "subagent-start"}
 
 # The whole hook, start to answer: a turn runs several hooks, and a hung
 # server may cost it about one of these (then it is skipped, see below).

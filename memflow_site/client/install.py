@@ -61,6 +61,10 @@ MATCHERS: dict[str, str | None] = {
     "Stop": None,
     "PreCompact": None,
     "SessionEnd": None,
+    # Only the tool that starts a sub-agent: its task is what the sub-agent recalls with.
+    "PreToolUse": "Agent|Task",
+    "SubagentStart": None,
+    "SubagentStop": None,
 }
 EVENTS = tuple(CLAUDE_HOOKS)
 # What Claude Code waits at most; the hook keeps to its own, much shorter
@@ -83,6 +87,8 @@ KEY_VARIABLE = "MEMFLOW_API_KEY"
 # the server records it even once Claude Code stopped waiting,
 # so a hung server costs these little. A prompt's recall gets the budget.
 RECORD_TIMEOUT_SECONDS = 0.5
+# The http hooks that recall, and so get the whole budget: a prompt, a sub-agent's start.
+RECALL_EVENTS = frozenset({"user-prompt", "subagent-start"})
 MCP_SERVER_NAME = "memflow"
 
 
@@ -106,7 +112,7 @@ class HttpTarget:
 
     def hook(self, event: str) -> dict[str, Any]:
         timeout = (
-            self.budget if event == "user-prompt" else min(self.budget, RECORD_TIMEOUT_SECONDS)
+            self.budget if event in RECALL_EVENTS else min(self.budget, RECORD_TIMEOUT_SECONDS)
         )
         query = f"?{urllib.parse.urlencode(self.query)}" if self.query else ""
         return {
@@ -142,9 +148,10 @@ def http_target(
     query = {}
     if config.get("workspace"):
         query["workspace"] = str(config["workspace"])
-    elif project_dir is not None:
+    if project_dir is not None:
+        # The project its sessions work in (and, without a workspace, the one it maps to).
         query["project_root"] = project_root(str(project_dir))
-    else:
+    elif not config.get("workspace"):
         return None, "no workspace is set (MEMFLOW_WORKSPACE) for hooks that serve every project"
     if config.get("app"):
         query["app"] = str(config["app"])

@@ -82,6 +82,7 @@ def _recall_values(
     budget_chars: int | None = None,
     session_id: str = "",
     inject: bool = False,
+    project: str = "",
 ) -> dict[str, Any]:
     values: dict[str, Any] = {
         "query": query,
@@ -93,6 +94,8 @@ def _recall_values(
     }
     if compartment:
         values["compartment"] = compartment
+    if project:
+        values["project"] = project
     if budget_chars is not None:
         values["budget_chars"] = budget_chars
     return values
@@ -183,6 +186,7 @@ async def flymemory_recall(
     compartment: str = "",
     session_id: str = "",
     inject: bool = False,
+    project: str = "",
 ) -> CallToolResult:
     """Hybrid recall (semantic + keyword, weighted by retention): ids, scores, age,
     source. include_superseded for history. Nothing relevant? Rephrase with more
@@ -200,6 +204,7 @@ async def flymemory_recall(
                 include_superseded=include_superseded,
                 session_id=session_id,
                 inject=inject,
+                project=project,
             ),
         )
         answer, hits, now = _recall(call, data.validated_data, data.filters())
@@ -270,6 +275,7 @@ async def flymemory_recall_index(
     budget_chars: int | None = None,
     session_id: str = "",
     inject: bool = False,
+    project: str = "",
 ) -> CallToolResult:
     """A compact index of matches (#id | age | source | first words) within
     budget_chars; read an entry with flymemory_get_memory.
@@ -286,6 +292,7 @@ async def flymemory_recall_index(
                 budget_chars=budget_chars,
                 session_id=session_id,
                 inject=inject,
+                project=project,
             ),
         )
         answer, _, _ = _recall(call, data.validated_data, data.filters())
@@ -303,6 +310,7 @@ async def flymemory_recall_block(
     include_superseded: bool = False,
     session_id: str = "",
     inject: bool = False,
+    project: str = "",
 ) -> CallToolResult:
     """The best matches in full, as many as fit budget_chars (what a prompt
     hook injects).
@@ -320,6 +328,7 @@ async def flymemory_recall_block(
                 budget_chars=budget_chars,
                 session_id=session_id,
                 inject=inject,
+                project=project,
             ),
         )
         answer, _, _ = _recall(call, data.validated_data, data.filters())

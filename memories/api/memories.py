@@ -205,10 +205,20 @@ class MemoryFilterSerializer(serializers.Serializer):
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
     include_superseded = serializers.BooleanField(required=False, default=False)
+    project = serializers.CharField(
+        required=False,
+        max_length=4096,
+        help_text="only this project's entries (its root directory) and the whole workspace's",
+    )
+    directory = serializers.CharField(
+        required=False, max_length=4096, help_text="the same as `project`"
+    )
 
     def filters(self, **extra: Any) -> selectors.MemoryFilters:
         data: dict[str, Any] = self.validated_data
+        project = data.get("project") or data.get("directory")
         return selectors.MemoryFilters(
+            project=project.rstrip("/") or project if project else None,
             compartment=data.get("compartment"),
             source=data.get("source"),
             app=data.get("app"),

@@ -89,6 +89,11 @@ class BlockOutput(serializers.Serializer):
     memories = BlockMemoryOutput(many=True)
 
 
+class AgentOutput(serializers.Serializer):
+    id = serializers.CharField()
+    type = serializers.CharField(allow_blank=True)
+
+
 class EventOutput(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
@@ -105,6 +110,11 @@ class EventOutput(serializers.Serializer):
     blocks = BlockOutput(many=True, required=False, help_text="injections: what was given")
     text = serializers.CharField(required=False, help_text="a prompt's or a reply's text")
     tool = serializers.CharField(required=False, help_text="a tool event's tool name")
+    agent = AgentOutput(
+        required=False,
+        help_text="the sub-agent the event came from (Claude Code's agent_id, agent_type); "
+        "absent for the main thread",
+    )
     payload = serializers.JSONField(
         allow_null=True, help_text="the hook's payload as stored (null for injections)"
     )
@@ -195,6 +205,6 @@ def _event_json(view: dict[str, Any]) -> dict[str, Any]:
         "tokens": event.tokens,
         "payload": view["payload"],
     }
-    keys = ("trigger", "source", "projection", "blocks", "text", "tool")
+    keys = ("trigger", "source", "projection", "blocks", "text", "tool", "agent")
     data.update((k, view[k]) for k in keys if k in view)
     return data

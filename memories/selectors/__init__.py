@@ -20,6 +20,7 @@ from memories.selectors.bm25 import (
     lexical_statement,
     lexical_stats,
 )
+from memories.selectors.currency import Currency, currency_of
 from memories.selectors.dedupe import (
     dedupe_neighbours,
     dedupe_neighbours_known,
@@ -47,6 +48,7 @@ from memories.selectors.entries import (
     visible_sql,
     visible_to,
 )
+from memories.selectors.floor import above_floor
 from memories.selectors.fusion import (
     DENSE_BLIND_SHARE,
     DENSE_BLIND_WEIGHT,
@@ -65,6 +67,7 @@ from memories.selectors.insights import (
     memory_fading,
 )
 from memories.selectors.packs import SessionPack, cut_at_sentence, session_pack
+from memories.selectors.projects import other_project, project_label
 from memories.selectors.prompts import PromptRanking, asks_past_requests, is_captured_prompt
 from memories.selectors.recall import Hit, RecallResult, memory_recall
 from memories.selectors.search import (
@@ -116,6 +119,7 @@ __all__ = [
     "STAT_SWAPPING",
     "Conflict",
     "ConflictCluster",
+    "Currency",
     "DenseHit",
     "EmbedderStatus",
     "Fusion",
@@ -134,8 +138,10 @@ __all__ = [
     "Seen",
     "SessionPack",
     "_vector_literal",
+    "above_floor",
     "asks_past_requests",
     "beside",
+    "currency_of",
     "cut_at_sentence",
     "dedupe_neighbours",
     "dedupe_neighbours_known",
@@ -164,7 +170,9 @@ __all__ = [
     "memory_purge_due",
     "memory_recall",
     "memory_stats",
+    "other_project",
     "private_audit_targets",
+    "project_label",
     "reembed_swapping",
     "search_settings_apply",
     "serving_backend",

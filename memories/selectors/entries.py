@@ -98,6 +98,8 @@ class MemoryFilters:
     # Whose private entries may appear (see visible_to); None: nobody's.
     viewer_id: int | None = None
     contains: str | None = None  # a case-insensitive substring of the text
+    # Only this project's entries and the whole workspace's (selectors.projects).
+    project: str | None = None
 
     def sql(self, params: dict[str, Any], alias: str = "m") -> str:
         """A WHERE fragment (starting with AND) for these filters."""
@@ -129,6 +131,9 @@ class MemoryFilters:
             # Uses index: memory_text_trgm. Escaped as Django escapes icontains.
             params["f_contains"] = "%" + _like_escaped(self.contains) + "%"
             parts.append(f"{alias}.text ILIKE %(f_contains)s")
+        if self.project is not None:
+            params["f_project"] = self.project
+            parts.append(f"{alias}.project IN (%(f_project)s, '')")
         if self.since is not None:
             params["f_since"] = self.since
             parts.append(f"{alias}.created_at >= %(f_since)s")
@@ -154,6 +159,8 @@ class MemoryFilters:
         if self.contains:
             # Uses index: memory_text_trgm (substring search over paths, IDs, CJK).
             qs = qs.filter(text__icontains=self.contains)
+        if self.project is not None:
+            qs = qs.filter(project__in=[self.project, ""])
         if self.since is not None:
             qs = qs.filter(created_at__gte=self.since)
         if self.until is not None:

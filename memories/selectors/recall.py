@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -28,10 +28,17 @@ from memories.selectors.bm25 import (
     lexical_statement,
     lexical_stats,
 )
+from memories.selectors.currency import (
+    Currency,
+    currency_of,
+    currency_ranked,
+    current_first,
+)
 from memories.selectors.dense import DENSE_CANDIDATES, DenseHit, dense_hits
 from memories.selectors.embedder import embedder_for
 from memories.selectors.entries import MemoryFilters
 from memories.selectors.fusion import DENSE_BLIND_SHARE, Fusion, Scored, fuse
+from memories.selectors.projects import project_preferred
 from memories.selectors.prompts import PromptRanking, is_captured_prompt, prompts_ranked
 from memories.selectors.search import Seen, _vector_param, beside
 
@@ -51,6 +58,8 @@ class Hit:
 class RecallResult:
     hits: list[Hit]
     fusion: Fusion
+    # Which of the candidates are stale, and which replace them (selectors.currency).
+    currency: Currency = field(default_factory=Currency)
 
 
 def _merge_lexical(
@@ -81,6 +90,7 @@ def memory_recall(
     now: datetime | None = None,
     prompts: PromptRanking | None = None,
     candidates: int | None = None,
+    project: str | None = None,
 ) -> RecallResult:
     """Hybrid recall, weighted by retention. Reads only: rehearsal is the caller's.
 
@@ -92,6 +102,7 @@ def memory_recall(
     (the single arms serve the quality bench and debugging). `prompts`: how
     captured prompts rank (selectors.prompts and selectors.answered).
     `candidates`: how many entries each arm brings (by default 50).
+    `project`: the asking session's project, preferred (selectors.projects).
 
     Three statements: the term statistics, the dense arm (with the lexical
     features of its hits) and the lexical arm (with the cosines of its
@@ -136,6 +147,23 @@ def memory_recall(
             _unweighing(seen, query, policy),
         )
         answers_carried(workspace=workspace, fusion=fusion, seen=seen, policy=policy, query=query)
+    return _ranked(workspace, fusion, seen, k, now, arms, query, policy, project)
+
+
+def _ranked(
+    workspace: Workspace,
+    fusion: Fusion,
+    seen: dict[int, Seen],
+    k: int,
+    now: datetime,
+    arms: str,
+    query: str,
+    policy: PromptRanking,
+    project: str | None,
+) -> RecallResult:
+    """The fused candidates as the recall's result: what is current among them found,
+    then weighed (see _weighed)."""
+    currency = _currency(workspace, fusion, seen, k, arms)
     hits = _weighed(
         workspace=workspace,
         fusion=fusion,
@@ -145,8 +173,26 @@ def memory_recall(
         arms=arms,
         query=query,
         prompts=policy,
+        currency=currency,
+        project=project,
     )
-    return RecallResult(hits=hits, fusion=fusion)
+    return RecallResult(hits=hits, fusion=fusion, currency=currency)
+
+
+def _currency(
+    workspace: Workspace, fusion: Fusion, seen: dict[int, Seen], k: int, arms: str
+) -> Currency:
+    """What is current among the candidates the ranking will weigh (hybrid recall only:
+    the single arms serve the quality bench, which measures the arms as they are)."""
+    if arms != "hybrid":
+        return Currency()
+    considered = _considered(fusion.candidates, seen, _wanted(k))
+    return currency_of(workspace=workspace, ids=[s.id for s in considered])
+
+
+def _wanted(k: int) -> int:
+    """How many entries (captured prompts aside) the ranking weighs for a top `k`."""
+    return max(k * 3, k)
 
 
 def _awaited(
@@ -309,12 +355,15 @@ def _weighed(
     arms: str,
     query: str,
     prompts: PromptRanking,
+    currency: Currency,
+    project: str | None = None,
 ) -> list[Hit]:
-    """The top `k` candidates once weighted by retention, earlier prompts in their
-    place (selectors.prompts), as hits with their entries."""
+    """The top `k` candidates once weighted by retention, stale entries below what
+    replaced them (selectors.currency), earlier prompts in their place
+    (selectors.prompts), as hits with their entries."""
     tau = float(knob(workspace, "decay_tau_days"))
     weighed = []
-    for s in _considered(fusion.candidates, seen, max(k * 3, k)):
+    for s in _considered(fusion.candidates, seen, _wanted(k)):
         entry = seen[s.id]
         r = retention(
             last_accessed=entry.last_accessed,
@@ -328,7 +377,10 @@ def _weighed(
         weighted = s.score * (0.8 + 0.2 * r) if arms == "hybrid" else s.score
         weighed.append((weighted, seen[s.id].row, (r, s)))
     weighed.sort(key=lambda w: (-w[0], -w[2][1].id))
+    weighed = project_preferred(weighed, project)
+    weighed = currency_ranked(weighed, {n: w[2][1].id for n, w in enumerate(weighed)}, currency)
     top = prompts_ranked(ranked=weighed, query=query, policy=prompts, k=k)
+    top = current_first(top, [s.id for _, (_, s) in top], currency)
     loaded = {s.id: seen[s.id].memory() for _, (_, s) in top}
     return [
         Hit(memory=loaded[s.id], score=weighted, retention=r, cosine=s.cosine, bm25=s.bm25)

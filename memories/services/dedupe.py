@@ -277,6 +277,12 @@ class _Folder:
             "source": p.item.source,
             "app": p.item.app,
             "session": self.session,
+            # Said in a session: kept with its project, unless the item names one.
+            "project": (
+                p.item.project
+                if p.item.project is not None
+                else (self.session.project if self.session is not None else "")
+            ),
             "metadata": p.item.metadata,
             "private": p.item.private,
             "expires_at": p.item.expires_at,

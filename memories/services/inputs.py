@@ -82,6 +82,8 @@ class RememberInput:
     created_at: datetime | None = None  # importers keep the original time
     private: bool = False  # only its author reads it
     expires_at: datetime | None = None
+    # The project it was said in ("" : the whole workspace; by default the session's).
+    project: str | None = None
 
 
 Outcome = Literal["created", "strengthened", "merged"]

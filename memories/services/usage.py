@@ -99,6 +99,8 @@ def memory_recall_answer(
         filters=filters,
         now=now,
         prompts=selectors.PromptRanking(session_id=session.pk if session else None),
+        # A session's own project first (selectors.projects).
+        project=(filters.project or (session.project if session else "")) or None,
     )
     memories = [hit.memory for hit in result.hits]
     body: dict[str, Any] = {
@@ -123,15 +125,21 @@ def memory_recall_answer(
                 "created_at": hit.memory.created_at,
                 "valid_to": hit.memory.valid_to,
                 "retention": round(hit.retention, 4),
+                # Of two conflicting entries, which is current (selectors.currency).
+                "stale_by": result.currency.stale.get(int(hit.memory.pk)),
             }
             for hit in result.hits
         ]
     elif mode == "index":
         budget = values.get("budget_chars") or int(knob(workspace, "recall_index_chars"))
-        body["block"], ids = rendering.index_block(memories, now=now, budget_chars=budget)
+        body["block"], ids = rendering.index_block(
+            memories, now=now, budget_chars=budget, marks=result.currency.marks()
+        )
     else:
         budget = values.get("budget_chars") or int(knob(workspace, "recall_block_chars"))
-        body["block"], ids = rendering.recall_block(memories, now=now, budget_chars=budget)
+        body["block"], ids = rendering.recall_block(
+            memories, now=now, budget_chars=budget, marks=result.currency.marks()
+        )
     body["ids"] = ids
     memory_rehearse(ids=ids, now=now, workspace=workspace)
     ledger_record(

@@ -116,7 +116,7 @@ def test_status_says_what_the_client_resolved_and_that_it_works(
     assert f"{memflow_server.url}  (MEMFLOW_URL)" in done.stderr
     assert f"{raw[:11]}…  (MEMFLOW_API_KEY): valid, scope write, restricted to carol" in done.stderr
     assert "carol  (the key's): your role is owner" in done.stderr
-    assert f"{project}/.claude/settings.local.json: 7 events" in done.stderr
+    assert f"{project}/.claude/settings.local.json: 10 events" in done.stderr
     assert done.stderr.rstrip().endswith("all good")
     facts = json.loads(run(["status", "--json"], env, cwd=project).stdout)
     assert facts["workspace"] == {"slug": "carol", "role": "owner"} and facts["problems"] == []

@@ -237,6 +237,12 @@ def test_a_project_that_declares_context_reads_its_files_before_each_prompt(tmp_
     hooks = by_event(json.loads((tmp_path / ".claude" / "settings.local.json").read_text()))
     assert hooks["UserPromptSubmit"]["type"] == "command"
     assert hooks["UserPromptSubmit"]["command"].endswith(" hook user-prompt")
-    assert {n for n, h in hooks.items() if h["type"] == "http"} == {"Stop", "PreCompact"}
-    assert "Stop, PreCompact post to" in done.stderr
+    assert {n for n, h in hooks.items() if h["type"] == "http"} == {
+        "Stop",
+        "PreCompact",
+        "PreToolUse",
+        "SubagentStart",
+        "SubagentStop",
+    }
+    assert "Stop, PreCompact, PreToolUse, SubagentStart, SubagentStop post to" in done.stderr
     assert "this project declares context" in done.stderr

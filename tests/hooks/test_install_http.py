@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 from memflow_site.client import install as install_hooks
@@ -46,16 +47,31 @@ def test_the_project_install_posts_where_no_disk_is_needed(tmp_path):
     hooks = by_event(json.loads(local.read_text()))
     assert set(hooks) == set(install_hooks.CLAUDE_HOOKS.values())
     http = {name for name, hook in hooks.items() if hook["type"] == "http"}
-    assert http == {"UserPromptSubmit", "Stop", "PreCompact"}
+    assert http == {
+        "UserPromptSubmit",
+        "Stop",
+        "PreCompact",
+        "PreToolUse",
+        "SubagentStart",
+        "SubagentStop",
+    }
     # The agent's disk is read on the agent's machine: those stay commands.
     for name in ("SessionStart", "PostToolUse", "PostToolUseFailure", "SessionEnd"):
         assert hooks[name]["command"].endswith(f" hook {install_hooks.hook_event(hooks[name])}")
     prompt = hooks["UserPromptSubmit"]
-    assert prompt["url"] == "http://127.0.0.1:8765/api/v1/hooks/claude-code?workspace=acme"
+    # The workspace, and the project its sessions work in (their memories are kept with it).
+    root = urllib.parse.quote(str(tmp_path), safe="")
+    assert prompt["url"] == (
+        f"http://127.0.0.1:8765/api/v1/hooks/claude-code?workspace=acme&project_root={root}"
+    )
     assert prompt["headers"] == {"Authorization": "Bearer $MEMFLOW_API_KEY"}
     assert prompt["allowedEnvVars"] == ["MEMFLOW_API_KEY"]
     # A hung server costs a prompt the hook budget, a record-only hook less.
     assert prompt["timeout"] == 1.0 and hooks["Stop"]["timeout"] == 0.5
+    # A sub-agent's start recalls for its task, which only the Agent tool's call names.
+    assert hooks["SubagentStart"]["timeout"] == 1.0
+    agent_call = json.loads(local.read_text())["hooks"]["PreToolUse"][0]
+    assert agent_call["matcher"] == "Agent|Task"
     assert KEY not in local.read_text()  # Claude Code fills it in from the environment
     assert "post to http://127.0.0.1:8765" in done.stderr
 

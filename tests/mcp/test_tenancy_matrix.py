@@ -158,6 +158,7 @@ def evil_values(world: dict[str, Any]) -> dict[str, Any]:
         "top_k": 5,
         "include_superseded": True,
         "inject": True,
+        "project": "",
         "budget_chars": 4000,
         "min_sim": 0.5,
         "limit": 50,

@@ -37,6 +37,7 @@ ARGUMENTS = {
         "compartment",
         "session_id",
         "inject",
+        "project",
     },
     "flymemory_auto": {"context", "response", "top_k", "session_id"},
     "flymemory_recall_index": {
@@ -46,6 +47,7 @@ ARGUMENTS = {
         "budget_chars",
         "session_id",
         "inject",
+        "project",
     },
     "flymemory_recall_block": {
         "query",
@@ -55,6 +57,7 @@ ARGUMENTS = {
         "include_superseded",
         "session_id",
         "inject",
+        "project",
     },
     "flymemory_get_memory": {"memory_id", "session_id"},
     "flymemory_supersede": {

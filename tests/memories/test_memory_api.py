@@ -282,7 +282,8 @@ def test_stats_session_pack_conflicts_and_cleanup(bob_api):
     stats = bob_api.get(f"{BASE}/stats/").json()
     assert stats["current"] == 2 and stats["by_source"] == {"hook": 1, "model": 1}
     pack = bob_api.get(f"{BASE}/session-pack/?minutes=60").json()
-    assert len(pack["trail"]) == 2
+    # Earlier questions hold at most a third of the trail: one fact leaves the question out.
+    assert [e["source"] for e in pack["trail"]] == ["model"]
     conflicts = bob_api.get(f"{BASE}/conflicts/?threshold=0.8").json()["results"]
     assert len(conflicts) == 1
     cleanup = post(bob_api, "cleanup/", {})
