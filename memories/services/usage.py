@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from contexts.models import AgentSession, Workspace
 from contexts.tenancy.knobs import knob
+from memories.provenance import work_provenance
 from memories import rendering, selectors
 from memories.models import InjectionEvent, Memory
 from memories.services.writes import _workspace_lock
@@ -123,6 +124,7 @@ def memory_recall_answer(
                 "created_at": hit.memory.created_at,
                 "valid_to": hit.memory.valid_to,
                 "retention": round(hit.retention, 4),
+                **({"work": w} if (w := work_provenance(hit.memory)) else {}),
             }
             for hit in result.hits
         ]

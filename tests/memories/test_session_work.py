@@ -1,0 +1,128 @@
+"""Session work becomes memory: a session's fix, found next week by a question in
+other words, without the model having called `remember`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django_q.models import OrmQ
+
+from contexts.models import SessionEvent
+from memories.bench.work_sessions import SESSIONS, ScriptedSession
+from memories.models import Memory
+
+
+@pytest.fixture
+def client(acme, bob, make_key, api):
+    return api(make_key(bob, workspace=acme))
+
+
+def run_worker() -> int:
+    """What the django-q2 worker does: take each queued task and run it, until none is left."""
+    from django.utils.module_loading import import_string
+
+    ran = 0
+    while (queued := OrmQ.objects.order_by("id").first()) is not None:
+        task = queued.task
+        queued.delete()
+        import_string(task["func"])(*task["args"], **task["kwargs"])
+        ran += 1
+    return ran
+
+
+@pytest.fixture
+def replay(client, django_capture_on_commit_callbacks) -> Callable[..., None]:
+    def play(script: ScriptedSession, *, end: bool = True, **extra: Any) -> None:
+        events = [*script.events, ("session-end", {"reason": "exit"})] if end else script.events
+        for kind, payload in events:
+            body = {"session_id": script.external_id, "cwd": "/home/bob/acme", **payload, **extra}
+            with django_capture_on_commit_callbacks(execute=True):
+                answer = client.post(f"/api/v1/hooks/{kind}", body, format="json")
+            assert answer.status_code == 200, answer.content
+        run_worker()
+
+    return play
+
+
+def recall(client, query: str, **extra: Any) -> list[dict[str, Any]]:
+    answer = client.post(
+        "/api/v1/workspaces/acme/recall/", {"query": query, "k": 5, **extra}, format="json"
+    )
+    assert answer.status_code == 200, answer.content
+    return answer.json()["results"]
+
+
+def test_a_fix_from_an_ended_session_is_recalled_in_other_words(client, replay):
+    retry = SESSIONS[0]
+    replay(retry)
+    for other in SESSIONS[1:4]:
+        replay(other)
+    found = recall(client, "how did we fix the flaky retry test?")
+    fixes = [r for r in found if r.get("work", {}).get("kind") == "fix"]
+    assert found[0]["source"] == "session" and fixes and found.index(fixes[0]) <= 1
+    fix = fixes[0]
+    assert fix["work"] == {"session": "work-retry", "node": "", "turns": [1, 1], "kind": "fix"}
+    assert "AssertionError: expected 3 attempts" in fix["text"]
+    assert "src/http/retry.py" in fix["text"]
+    # In the block a prompt hook or `mode=block` shows: the age, the session and its turns.
+    block = client.post(
+        "/api/v1/workspaces/acme/recall/",
+        {"query": "how did we fix the flaky retry test?", "mode": "block"},
+        format="json",
+    ).json()["block"]
+    assert f"#{fix['id']} | <1h | session | session work-retry turns 1-1]" in block
+    # The session log says what was kept.
+    capture = SessionEvent.objects.get(session__external_id="work-retry", kind="work-capture")
+    assert capture.payload["kept"]["memories:session-work"]["added"]
+
+
+def test_a_session_adds_a_few_memories_and_a_repeat_adds_none(client, replay, acme):
+    replay(SESSIONS[0])
+    first = Memory.objects.filter(workspace=acme, source="session").count()
+    assert 1 <= first <= 4
+    # The same work in another session: deduped against what exists.
+    replay(ScriptedSession("work-retry-again", SESSIONS[0].events))
+    assert Memory.objects.filter(workspace=acme, source="session").count() == first
+
+
+def test_what_the_model_remembered_is_not_repeated(client, replay, acme):
+    script = SESSIONS[0]
+    replay(script, end=False)
+    answer = client.post(
+        "/api/v1/workspaces/acme/memories/",
+        {
+            "text": "Fixed a failure of `pytest tests/test_retry.py -q`: FAILED "
+            "tests/test_retry.py::test_backoff_retries - AssertionError: expected 3 attempts "
+            "within 0.5s, got 2. The fix made retry sleep through an injected clock.",
+            "session": script.external_id,
+        },
+        format="json",
+    )
+    assert answer.status_code == 201, answer.content
+    replay(ScriptedSession(script.external_id, []))
+    kinds = [m.metadata["kind"] for m in Memory.objects.filter(workspace=acme, source="session")]
+    assert "fix" not in kinds and "task" in kinds
+
+
+def test_the_knob_turns_it_off(client, replay, acme):
+    acme.settings = {"session_work": False}
+    acme.save()
+    replay(SESSIONS[0])
+    assert not Memory.objects.filter(workspace=acme, source="session").exists()
+    assert not SessionEvent.objects.filter(kind="work-capture").exists()
+
+
+def test_a_session_with_nothing_readable_adds_nothing_and_says_why(client, replay, acme):
+    replay(
+        ScriptedSession("work-empty", [("post-tool-use", {"tool_name": 7, "tool_response": []})])
+    )
+    assert not Memory.objects.filter(workspace=acme, source="session").exists()
+    capture = SessionEvent.objects.get(session__external_id="work-empty", kind="work-capture")
+    assert capture.payload["kept"]["memories:session-work"]["why"] == (
+        "nothing in the note to keep"
+    )
+    replay(ScriptedSession("work-none", []))
+    nothing = SessionEvent.objects.get(session__external_id="work-none", kind="work-capture")
+    assert nothing.payload["why"] == "the session has no events"
