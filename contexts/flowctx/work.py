@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db.models import Max
 
+from contexts.flowctx.notes import NoteEvent
 from contexts.models import AgentSession, SessionEvent, SummaryNode, Workspace
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,12 @@ class WorkNote:
     end_turn: int
     text: str
     builder: str  # "llm" | "extractive"
+
+    def events(self) -> list[NoteEvent]:
+        """The span's events as the note's builder read them (tool calls with their output)."""
+        from contexts.flowctx.services import _span_events
+
+        return _span_events(self.session, self.start_turn, self.end_turn)
 
 
 WorkObserver = Callable[[WorkNote], dict[str, Any]]

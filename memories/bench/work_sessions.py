@@ -300,4 +300,29 @@ SESSIONS: list[ScriptedSession] = [
             "what was wrong with the dates in daily reports",
         ],
     ),
+    ScriptedSession(
+        "work-npm",
+        [
+            prompt("CI cannot install the frontend dependencies since the eslint 9 bump"),
+            bash(
+                "npm ci",
+                "npm ERR! code ERESOLVE\n"
+                "npm ERR! ERESOLVE could not resolve\n"
+                "npm ERR! While resolving: eslint-plugin-react@7.33.2\n"
+                "npm ERR! Found: eslint@9.2.0\n"
+                'npm ERR! Could not resolve dependency: peer eslint@"^8" from '
+                "eslint-plugin-react@7.33.2",
+                1,
+            ),
+            bash("npm ci --legacy-peer-deps", "added 1312 packages in 41s"),
+            edit(".github/workflows/ci.yml", "run: npm ci", "run: npm ci --legacy-peer-deps"),
+            stop(
+                "CI installs with --legacy-peer-deps until eslint-plugin-react supports eslint 9."
+            ),
+        ],
+        [
+            "what made the frontend dependency install fail on CI?",
+            "how do we get around the peer dependency conflict with the linter plugin",
+        ],
+    ),
 ]

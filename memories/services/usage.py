@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from contexts.models import AgentSession, Workspace
 from contexts.tenancy.knobs import knob
-from memories.provenance import work_provenance
 from memories import rendering, selectors
 from memories.models import InjectionEvent, Memory
+from memories.provenance import work_provenance
 from memories.services.writes import _workspace_lock
 
 if TYPE_CHECKING:

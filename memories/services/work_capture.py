@@ -1,7 +1,9 @@
-"""Session work as recallable memory: a handoff note's fixes, failures and task kept.
+"""Session work as recallable memory: a handoff note's fixes, failures, task and lessons.
 
 flowctx hands each new note on (`contexts.flowctx.work`) from the worker;
 `session_work_remember` turns it into a few memories of source `session`
+(`work_items`; a failed call and the different call that then worked is a
+lesson in `lessons`, `work_lessons`)
 through the ordinary remember path, so they are deduped against what exists
 and against each other, pass the same credential checks and are framed like
 every memory. A text the session's model already remembered in other words
@@ -15,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from contexts.flowctx.notes import note_sections
+from contexts.flowctx.notes import GOAL, note_sections
 from contexts.flowctx.work import WorkNote
 from contexts.models import Workspace
 from contexts.tenancy.knobs import knob
@@ -24,7 +26,8 @@ from memories.conf import SESSION_WORK_KNOWN_COSINE
 from memories.models import Memory
 from memories.services.inputs import RememberInput, memory_validate
 from memories.services.remember import memory_remember_bulk
-from memories.services.work_items import WorkItem, work_items
+from memories.services.work_items import WorkItem, work_goal, work_items
+from memories.services.work_lessons import lesson_items
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +43,7 @@ def _inputs(note: WorkNote, items: list[WorkItem]) -> tuple[list[RememberInput],
     for item in items:
         candidate = RememberInput(
             text=item.text,
+            compartment=item.compartment,
             source=Memory.Source.SESSION,
             app=session.app[:64],
             metadata={
@@ -84,7 +88,8 @@ def session_work_remember(note: WorkNote) -> dict[str, Any]:
         sections = note_sections(note.text)
     except ValueError:
         return {"added": [], "why": "the note does not parse"}
-    items = work_items(sections)
+    goal = work_goal(sections[GOAL])
+    items = work_items(sections) + lesson_items(note.events(), goal=goal)
     if not items:
         return {"added": [], "why": "nothing in the note to keep"}
     inputs, refused = _inputs(note, items)

@@ -28,8 +28,9 @@ _CHANGE = re.compile(r"^(?:Edited|Wrote) `(?P<path>[^`]+)`")
 
 @dataclass(frozen=True)
 class WorkItem:
-    kind: str  # "task" | "fix" | "failed"
+    kind: str  # "task" | "fix" | "failed" | "lesson"
     text: str
+    compartment: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def _lines(body: str) -> list[_Line]:
     return out
 
 
-def _goal(body: str) -> str:
+def work_goal(body: str) -> str:
     """The task: the goal's first paragraph and the user's latest word, on one line."""
     paragraph = body.strip().split("\n\n", 1)[0]
     words = " ".join(paragraph.split()).rstrip(" .")
@@ -73,7 +74,7 @@ def _where_it_stopped(body: str) -> str:
 
 def work_items(sections: dict[str, str]) -> list[WorkItem]:
     """The memory texts a note's sections give, most telling first."""
-    goal = _goal(sections.get(GOAL, ""))
+    goal = work_goal(sections.get(GOAL, ""))
     working = _lines(sections.get(WORKING, ""))
     failed = _lines(sections.get(FAILED, ""))
     changed = [m.group("path") for w in working if (m := _CHANGE.match(w.label))]

@@ -126,3 +126,36 @@ def test_a_session_with_nothing_readable_adds_nothing_and_says_why(client, repla
     replay(ScriptedSession("work-none", []))
     nothing = SessionEvent.objects.get(session__external_id="work-none", kind="work-capture")
     assert nothing.payload["why"] == "the session has no events"
+
+
+def test_an_error_then_a_different_command_that_worked_is_a_lesson(client, replay, acme):
+    npm = next(s for s in SESSIONS if s.external_id == "work-npm")
+    replay(npm)
+    lesson = Memory.objects.get(workspace=acme, source="session", compartment="lessons")
+    assert lesson.text.startswith("Lesson: `npm ci` failed with npm ERR!")
+    assert "`npm ci --legacy-peer-deps` worked instead" in lesson.text
+    assert lesson.metadata["kind"] == "lesson" and lesson.metadata["session"] == "work-npm"
+    # The same command passing again is no lesson: the fix memory says what changed.
+    replay(SESSIONS[0])
+    assert Memory.objects.filter(compartment="lessons").count() == 1
+    # A command that holds a credential is refused as remember refuses it: nothing is kept.
+    leaky = ScriptedSession(
+        "work-leak",
+        [
+            ("user-prompt", {"prompt": "push the image to the registry"}),
+            bash_event("docker login -u ci -p hunter2 registry.acme.dev", "Error: unauthorized", 1),
+            bash_event(
+                "docker login -u ci --password ghp_R4nd0mT0k3nV4lu3Th4tL00ksR3al1234 "
+                "registry.acme.dev",
+                "Login Succeeded",
+            ),
+        ],
+    )
+    replay(leaky)
+    assert not Memory.objects.filter(text__contains="ghp_").exists()
+
+
+def bash_event(command: str, output: str, exit_code: int = 0):
+    from memories.bench.work_sessions import bash
+
+    return bash(command, output, exit_code)
