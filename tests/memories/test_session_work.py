@@ -159,3 +159,16 @@ def bash_event(command: str, output: str, exit_code: int = 0):
     from memories.bench.work_sessions import bash
 
     return bash(command, output, exit_code)
+
+
+def test_a_fold_hands_its_leaf_on_and_the_memory_points_at_the_node(client, replay, acme):
+    acme.settings = {"summary_leaf_tokens": 50, "summary_keep_turns": 1}
+    acme.save()
+    retry = SESSIONS[0]
+    later = [("user-prompt", {"prompt": "now update the changelog"}), ("stop", {})]
+    replay(ScriptedSession(retry.external_id, [*retry.events, *later]), end=False)
+    fix = Memory.objects.get(workspace=acme, source="session", metadata__kind="fix")
+    assert fix.metadata["node"] == "d0-1-1" and fix.metadata["turns"] == [1, 1]
+    # The node named is the one the notes API returns in full.
+    node = client.get(f"/api/v1/workspaces/acme/sessions/{retry.external_id}/summaries/d0-1-1/")
+    assert node.status_code == 200 and "test_backoff_retries" in node.json()["text"]
