@@ -24,6 +24,10 @@ _CHANGED_FILES = 4
 _MARKS = re.compile(r"\s*\((?:\d+ times|fixed later|worked after failing earlier)\)")
 _LINE = re.compile(r"^- (?P<label>.+?)(?: → (?P<detail>.*))?$")
 _CHANGE = re.compile(r"^(?:Edited|Wrote) `(?P<path>[^`]+)`")
+# A commit's message is the session's own word on what the change was.
+_COMMIT = re.compile(
+    r"^`git commit\b[^`]*?\s-\w*m\s*(?P<q>[\"'])(?P<message>[^`]{8,}?)(?P=q)?\s*`"
+)
 
 
 @dataclass(frozen=True)
@@ -82,10 +86,13 @@ def work_items(sections: dict[str, str]) -> list[WorkItem]:
     task = f" Task: {goal}." if goal else ""
     items: list[WorkItem] = []
     stopped = _where_it_stopped(sections.get(OPEN, ""))
+    commits = [m.group("message").strip() for w in working if (m := _COMMIT.match(w.label))]
     if goal and (changes or stopped or working):
         text = f"Worked on: {goal}."
         if changes:
             text += f" Changed {changes}."
+        if commits:
+            text += f" Committed: {commits[-1].rstrip(' .…')}."
         if stopped:
             text += f" Outcome: {stopped}"
         items.append(WorkItem(kind="task", text=text))
