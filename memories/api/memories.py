@@ -205,6 +205,10 @@ class MemoryFilterSerializer(serializers.Serializer):
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
     include_superseded = serializers.BooleanField(required=False, default=False)
+    as_of = serializers.DateTimeField(
+        required=False,
+        help_text="ISO 8601: what was current then (validity intervals), instead of now",
+    )
 
     def filters(self, **extra: Any) -> selectors.MemoryFilters:
         data: dict[str, Any] = self.validated_data
@@ -216,6 +220,7 @@ class MemoryFilterSerializer(serializers.Serializer):
             since=data.get("since"),
             until=data.get("until"),
             include_superseded=data.get("include_superseded", False),
+            as_of=data.get("as_of"),
             **extra,
         )
 

@@ -26,7 +26,7 @@ from memories.conf import SESSION_WORK_KNOWN_COSINE
 from memories.models import Memory
 from memories.services.inputs import RememberInput, memory_validate
 from memories.services.remember import memory_remember_bulk
-from memories.services.work_items import WorkItem, work_goal, work_items
+from memories.services.work_items import WorkItem, commit_messages, work_goal, work_items
 from memories.services.work_lessons import lesson_items
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,9 @@ def session_work_remember(note: WorkNote) -> dict[str, Any]:
     except ValueError:
         return {"added": [], "why": "the note does not parse"}
     goal = work_goal(sections[GOAL])
-    items = work_items(sections) + lesson_items(note.events(), goal=goal)
+    events = note.events()
+    items = work_items(sections, commits=commit_messages(events))
+    items += lesson_items(events, goal=goal)
     if not items:
         return {"added": [], "why": "nothing in the note to keep"}
     inputs, refused = _inputs(note, items)

@@ -11,8 +11,10 @@ later question names the work ("the flaky retry test"), rarely the command.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from contexts.flowctx import NoteEvent, tool_kind
 from contexts.flowctx.notes import FAILED, GOAL, OPEN, WORKING
 
 # Per note: the task, then fixes before abandoned approaches.
@@ -20,14 +22,13 @@ MAX_FIXES = 3
 MAX_FAILED = 2
 _GOAL_CHARS = 280
 _CHANGED_FILES = 4
+_COMMIT_CHARS = 600
 
 _MARKS = re.compile(r"\s*\((?:\d+ times|fixed later|worked after failing earlier)\)")
 _LINE = re.compile(r"^- (?P<label>.+?)(?: → (?P<detail>.*))?$")
 _CHANGE = re.compile(r"^(?:Edited|Wrote) `(?P<path>[^`]+)`")
 # A commit's message is the session's own word on what the change was.
-_COMMIT = re.compile(
-    r"^`git commit\b[^`]*?\s-\w*m\s*(?P<q>[\"'])(?P<message>[^`]{8,}?)(?P=q)?\s*`"
-)
+_COMMIT = re.compile(r"^`git commit\b[^`]*?\s-\w*m\s*(?P<q>[\"'])(?P<message>[^`]{8,}?)(?P=q)?\s*`")
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,22 @@ def _where_it_stopped(body: str) -> str:
     return ""
 
 
-def work_items(sections: dict[str, str]) -> list[WorkItem]:
-    """The memory texts a note's sections give, most telling first."""
+def commit_messages(events: Sequence[NoteEvent]) -> list[str]:
+    """The messages of the span's `git commit -m` calls that worked, whole (a note's
+    line keeps only a command's first 140 characters)."""
+    found = []
+    for event in events:
+        if event.kind == "tool" and not event.failed and tool_kind(event) == "shell":
+            command = " ".join(event.tool_input.split())
+            match = _COMMIT.match(f"`{command}`")
+            if match:
+                found.append(match.group("message").strip()[:_COMMIT_CHARS])
+    return found
+
+
+def work_items(sections: dict[str, str], *, commits: Sequence[str] = ()) -> list[WorkItem]:
+    """The memory texts a note's sections give, most telling first. `commits`: the
+    span's commit messages in full, when the caller read them from the events."""
     goal = work_goal(sections.get(GOAL, ""))
     working = _lines(sections.get(WORKING, ""))
     failed = _lines(sections.get(FAILED, ""))
@@ -86,7 +101,8 @@ def work_items(sections: dict[str, str]) -> list[WorkItem]:
     task = f" Task: {goal}." if goal else ""
     items: list[WorkItem] = []
     stopped = _where_it_stopped(sections.get(OPEN, ""))
-    commits = [m.group("message").strip() for w in working if (m := _COMMIT.match(w.label))]
+    if not commits:
+        commits = [m.group("message").strip() for w in working if (m := _COMMIT.match(w.label))]
     if goal and (changes or stopped or working):
         text = f"Worked on: {goal}."
         if changes:
