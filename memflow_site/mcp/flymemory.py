@@ -82,6 +82,7 @@ def _recall_values(
     budget_chars: int | None = None,
     session_id: str = "",
     inject: bool = False,
+    as_of: str = "",
 ) -> dict[str, Any]:
     values: dict[str, Any] = {
         "query": query,
@@ -93,6 +94,8 @@ def _recall_values(
     }
     if compartment:
         values["compartment"] = compartment
+    if as_of:
+        values["as_of"] = as_of
     if budget_chars is not None:
         values["budget_chars"] = budget_chars
     return values
@@ -183,10 +186,11 @@ async def flymemory_recall(
     compartment: str = "",
     session_id: str = "",
     inject: bool = False,
+    as_of: str = "",
 ) -> CallToolResult:
     """Hybrid recall (semantic + keyword, weighted by retention): ids, scores, age,
-    source. include_superseded for history. Nothing relevant? Rephrase with more
-    context before concluding it is not stored.
+    source. include_superseded for history; as_of (ISO 8601) for what was current
+    then. Nothing relevant? Rephrase with more context before concluding it is not stored.
     """
 
     def body(call: Call) -> Answer:
@@ -200,6 +204,7 @@ async def flymemory_recall(
                 include_superseded=include_superseded,
                 session_id=session_id,
                 inject=inject,
+                as_of=as_of,
             ),
         )
         answer, hits, now = _recall(call, data.validated_data, data.filters())
