@@ -50,3 +50,21 @@ def test_recall_and_the_list_answer_what_was_current_then(client):
     assert listed(as_of=between) == [old_id]
     bad = client.get("/api/v1/workspaces/acme/memories/", {"as_of": "last tuesday"})
     assert bad.status_code == 400 and "code" in bad.json()
+
+
+def test_the_memory_page_shows_the_value_at_a_date(client, bob):
+    from django.test import Client
+
+    old = remember(client, "The production database runs Postgres 15", "15")["memory"]
+    between = timezone.now().isoformat()
+    new = remember(client, "The production database runs Postgres 16 since the upgrade", "16")
+    browser = Client()
+    browser.force_login(bob)
+    page = f"/w/acme/memories/{new['memory']['id']}/"
+    then = browser.get(page, {"as_of": between}).content.decode()
+    assert (
+        "Current on" in then
+        and f"#{old['id']}</a> The production database runs Postgres 15" in then
+    )
+    assert "Nothing of this memory" in browser.get(page, {"as_of": "2001-01-01"}).content.decode()
+    assert "Give a date" in browser.get(page, {"as_of": "last tuesday"}).content.decode()
