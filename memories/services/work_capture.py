@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from contexts.errors import MemflowError
 from contexts.flowctx.notes import GOAL, note_sections
 from contexts.flowctx.work import WorkNote
 from contexts.models import Workspace
@@ -56,7 +57,7 @@ def _inputs(note: WorkNote, items: list[WorkItem]) -> tuple[list[RememberInput],
         )
         try:
             kept.append(memory_validate(workspace=session.workspace, item=candidate))
-        except Exception as exc:  # SecretDetected, TextTooLong: the same rules as remember
+        except MemflowError as exc:  # SecretDetected, TextTooLong: the same rules as remember
             logger.info("session work item refused: %s", type(exc).__name__)
             refused += 1
     return kept, refused
@@ -104,18 +105,21 @@ def session_work_remember(note: WorkNote) -> dict[str, Any]:
     vectors = embedder.encode_passages([i.text for i in inputs]) if inputs else np.zeros((0, 1))
     known = _known(note, vectors) if inputs else []
     fresh = [(i, v) for i, v, k in zip(inputs, vectors, known, strict=True) if not k]
-    results = (
-        memory_remember_bulk(
-            workspace=workspace,
-            items=[i for i, _ in fresh],
-            user=session.user,
-            session=session,
-            vectors=np.asarray([v for _, v in fresh]),
-            vectors_model=embedder.model_id,
+    try:
+        results = (
+            memory_remember_bulk(
+                workspace=workspace,
+                items=[i for i, _ in fresh],
+                user=session.user,
+                session=session,
+                vectors=np.asarray([v for _, v in fresh]),
+                vectors_model=embedder.model_id,
+            )
+            if fresh
+            else []
         )
-        if fresh
-        else []
-    )
+    except MemflowError as exc:  # the workspace's quota: nothing half-written, said once
+        return {"added": [], "why": f"not stored: {exc.code}"}
     outcome: dict[str, Any] = {
         "added": [r.memory.pk for r in results if r.outcome == "created"],
         "repeated": [r.memory.pk for r in results if r.outcome != "created"],
