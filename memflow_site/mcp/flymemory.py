@@ -189,8 +189,8 @@ async def flymemory_recall(
     as_of: str = "",
 ) -> CallToolResult:
     """Hybrid recall (semantic + keyword, weighted by retention): ids, scores, age,
-    source. include_superseded for history; as_of (ISO 8601) for what was current
-    then. Nothing relevant? Rephrase with more context before concluding it is not stored.
+    source. include_superseded for history; as_of: an ISO time. Nothing relevant?
+    Rephrase with more context before concluding it is not stored.
     """
 
     def body(call: Call) -> Answer:

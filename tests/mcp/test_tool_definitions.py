@@ -37,6 +37,7 @@ ARGUMENTS = {
         "compartment",
         "session_id",
         "inject",
+        "as_of",
     },
     "flymemory_auto": {"context", "response", "top_k", "session_id"},
     "flymemory_recall_index": {
