@@ -194,6 +194,27 @@ register_knobs(
             maximum=1_000_000,
         ),
         Knob(
+            name="session_work",
+            group="retention",
+            kind="bool",
+            default=True,
+            label="Keep what sessions did",
+            help="When a session's history folds into handoff notes, compacts or ends, its "
+            "fixes (the error and what fixed it), failed approaches and task are kept as "
+            "memories of source `session`, found by recall like any other.",
+        ),
+        Knob(
+            name="session_work_max",
+            group="retention",
+            kind="int",
+            default=10,
+            label="Session memories per session",
+            help="The most memories one session's work adds; past it the rest are left out.",
+            unit="memories",
+            minimum=1,
+            maximum=100,
+        ),
+        Knob(
             name="embedder",
             group="retention",
             kind="choice",
@@ -276,3 +297,8 @@ CONFLICT_COSINE_DEFAULT = 0.92
 
 def conflict_cosine(model_id: str) -> float:
     return CONFLICT_COSINE.get(model_id, CONFLICT_COSINE_DEFAULT)
+
+
+# A session-work text is left out when an entry the session's model remembered
+# is this close to it (the same fact, in the model's words).
+SESSION_WORK_KNOWN_COSINE = 0.8

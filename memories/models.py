@@ -26,6 +26,8 @@ class Memory(models.Model):
         HOOK = "hook", "Hook"  # captured mechanically by a hook
         IMPORT = "import", "Import"
         CONSOLIDATION = "consolidation", "Consolidation"
+        # What a session did, kept from its handoff notes (services.work_capture).
+        SESSION = "session", "Session"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memories")
     user = models.ForeignKey(
@@ -108,7 +110,7 @@ class Memory(models.Model):
                 condition=~Q(superseded_by=F("id")), name="memory_not_superseded_by_itself"
             ),
             models.CheckConstraint(
-                condition=Q(source__in=["model", "hook", "import", "consolidation"]),
+                condition=Q(source__in=["model", "hook", "import", "consolidation", "session"]),
                 name="memory_source_valid",
             ),
             models.CheckConstraint(condition=~Q(text=""), name="memory_text_not_empty"),

@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 from contexts.hooks import inert
 from memories import lexical
 from memories.models import Memory
+from memories.provenance import source_label
 from memories.selectors.prompts import is_prompt_memory
 
 
@@ -59,7 +60,7 @@ def index_block(
     ids: list[int] = []
     used = 0
     for memory in memories:
-        source = memory.source + (f":{memory.app}" if memory.app else "")
+        source = source_label(memory)
         head = (
             f"#{memory.pk} | {age_label(memory.created_at, now)} | {source}"
             f"{_marked(memory, marks)} | "
@@ -98,7 +99,7 @@ def recall_block(
 
     def place(memory: Memory) -> bool:
         nonlocal used
-        source = memory.source + (f":{memory.app}" if memory.app else "")
+        source = source_label(memory)
         entry = (
             f"[#{memory.pk} | {age_label(memory.created_at, now)} | {source}"
             f"{_marked(memory, marks)}]\n{inert(memory.text)}"

@@ -30,6 +30,8 @@ from contexts.flowctx import (
     LlmError,
     NoteEvent,
     error_line,
+    fix_key,
+    fix_pairs,
     is_inspection,
     llm_complete,
     tool_kind,
@@ -122,49 +124,6 @@ def correction_in(text: str) -> str | None:
     return None
 
 
-def fix_key(event: NoteEvent) -> tuple[str, str]:
-    """What a later call must share with a failed one to count as its fix.
-
-    Shell commands compare by program (`pytest`, `npm run build`), edits by
-    file, other tools by name and input.
-    """
-    kind = tool_kind(event)
-    if kind == "shell":
-        return "shell", _program(event.tool_input)
-    if kind in ("edit", "write"):
-        return "file", event.tool_input
-    return event.tool_name, event.tool_input
-
-
-_PREFIXES = ("sudo", "time", "command", "nohup", "exec", "env")
-_RUNNERS = {
-    ("uv", "run"),
-    ("poetry", "run"),
-    ("pipenv", "run"),
-    ("python", "-m"),
-    ("python3", "-m"),
-}
-_TWO_WORD = {"npm", "pnpm", "yarn", "make", "git", "cargo", "go", "docker", "kubectl", "uv", "pip"}
-
-
-def _program(command: str) -> str:
-    segments = [s.strip() for s in re.split(r"&&|\|\||;|\n", command) if s.strip()]
-    segments = [s for s in segments if not re.match(r"^cd\b", s)] or segments
-    if not segments:
-        return ""
-    words = [w for w in segments[-1].split() if not re.match(r"^\w+=", w)]
-    while words and words[0] in _PREFIXES:
-        words = words[1:]
-    while len(words) >= 2 and (words[0].rsplit("/", 1)[-1], words[1]) in _RUNNERS:
-        words = words[2:]
-    if not words:
-        return ""
-    program = words[0].rsplit("/", 1)[-1]
-    if program in _TWO_WORD and len(words) > 1 and not words[1].startswith("-"):
-        return f"{program} {words[1]}"
-    return program
-
-
 def _label(event: NoteEvent) -> str:
     kind = tool_kind(event)
     target = _one_line(event.tool_input, 140)
@@ -180,21 +139,6 @@ def _label(event: NoteEvent) -> str:
     return f"{name} `{target}`" if target else name
 
 
-def _fixes(tools: Sequence[NoteEvent]) -> list[tuple[NoteEvent, NoteEvent | None]]:
-    """Each failed call with the later successful call that fixed it (or None)."""
-    pairs: list[tuple[NoteEvent, NoteEvent | None]] = []
-    for index, event in enumerate(tools):
-        if not event.failed:
-            continue
-        key = fix_key(event)
-        fix = next(
-            (later for later in tools[index + 1 :] if not later.failed and fix_key(later) == key),
-            None,
-        )
-        pairs.append((event, fix))
-    return pairs
-
-
 def turn_triggers(trajectory: Trajectory, *, settings: TriggerSettings) -> list[Trigger]:
     """The reasons this turn is worth a skill; empty when it is not."""
     found: list[Trigger] = []
@@ -202,7 +146,7 @@ def turn_triggers(trajectory: Trajectory, *, settings: TriggerSettings) -> list[
     if settings.tool_calls > 0 and calls > settings.tool_calls:
         found.append(Trigger("tool_calls", f"{calls} tool calls (more than {settings.tool_calls})"))
     if settings.error_fix:
-        fixed = [(failed, fix) for failed, fix in _fixes(trajectory.tools) if fix is not None]
+        fixed = [(failed, fix) for failed, fix in fix_pairs(trajectory.tools) if fix is not None]
         if fixed:
             failed, fix = fixed[0]
             error = error_line(failed.text)
@@ -398,7 +342,7 @@ def _steps(tools: Sequence[NoteEvent]) -> list[str]:
 
 def _pitfalls(tools: Sequence[NoteEvent]) -> list[str]:
     lines: list[str] = []
-    for failed, fix in _fixes(tools):
+    for failed, fix in fix_pairs(tools):
         error = error_line(failed.text)
         line = f"- {_label(failed)} failed" + (f": {error}" if error else "")
         if fix is not None:
@@ -419,7 +363,7 @@ def draft_deterministic(trajectory: Trajectory, triggers: Sequence[Trigger]) -> 
     """A skill from the trajectory alone; the same trajectory gives the same draft."""
     task = _task(trajectory)
     task_line = _one_line(task, 160) or "a recurring task"
-    programs = [_program(e.tool_input) for e in trajectory.tools if tool_kind(e) == "shell"]
+    programs = [fix_key(e)[1] for e in trajectory.tools if tool_kind(e) == "shell"]
     extra = [p for p in programs if p] + [
         f.rsplit("/", 1)[-1].split(".")[0] for f in _files(trajectory.tools)
     ]

@@ -12,13 +12,23 @@ client (skills writes with it too) and the session log read as events.
 from __future__ import annotations
 
 from contexts.flowctx.llm import LlmConfig, LlmError, llm_complete
-from contexts.flowctx.notes import NoteEvent, error_line, is_inspection, note_events, tool_kind
+from contexts.flowctx.notes import (
+    NoteEvent,
+    error_line,
+    fix_key,
+    fix_pairs,
+    is_inspection,
+    note_events,
+    tool_kind,
+)
 
 __all__ = [
     "LlmConfig",
     "LlmError",
     "NoteEvent",
     "error_line",
+    "fix_key",
+    "fix_pairs",
     "is_inspection",
     "llm_complete",
     "note_events",

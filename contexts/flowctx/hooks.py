@@ -7,6 +7,7 @@
 - user-prompt: the scratchpad as `<working_memory …>`, when enabled.
 - stop / pre-compact: queue a summary fold when one is due (a compaction
   forces the remaining history into a leaf).
+- session-end: queue the capture of what the session did (`work`).
 - pre-compact, and a session restarting after compaction: the active
   handoff notes, one placeholder per node.
 """
@@ -24,7 +25,7 @@ from typing import Any
 
 from django.db.models import Max, Sum
 
-from contexts.flowctx import selectors, services, tasks
+from contexts.flowctx import selectors, services, tasks, work
 from contexts.hooks import Block, HookContext, inert, register_observer, register_provider
 from contexts.models import CompressionRef, SessionEvent, SummaryNode
 from contexts.tenancy.knobs import knob
@@ -253,6 +254,15 @@ def fold_observer(ctx: HookContext) -> None:
         ctx.notes.append(f"summary fold queued (generation {generation})")
 
 
+def work_observer(ctx: HookContext) -> None:
+    """A session ended: what it did is handed on in the worker (see `work`)."""
+    if ctx.delegation_depth > 0 or not work.work_wanted(ctx.workspace):
+        return
+    ctx.session.workspace = ctx.workspace
+    tasks.session_work_enqueue(session=ctx.session)
+    ctx.notes.append("session work capture queued")
+
+
 # --- pre-compact and restarts: the handoff notes -----------------------------------------------
 
 
@@ -286,3 +296,4 @@ def register() -> None:
     register_provider("flowctx:scratchpad", events=["user-prompt"], fn=scratchpad_block)
     register_provider("flowctx:handoff", events=["pre-compact", "session-start"], fn=handoff_blocks)
     register_observer("flowctx:fold", events=["stop", "pre-compact"], fn=fold_observer)
+    register_observer("flowctx:work", events=["session-end"], fn=work_observer)

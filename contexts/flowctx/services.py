@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
 from contexts.errors import Invalid, NotFound
@@ -267,7 +267,7 @@ NoteBuilder = Callable[[Sequence[NoteEvent]], tuple[str, str]]
 
 # Events that are not the session's history: what memflow injected, and the
 # bookends that carry nothing a note or a fold needs.
-NOT_HISTORY = ("injection", "session-start", "session-end")
+NOT_HISTORY = ("injection", "session-start", "session-end", "work-capture")
 
 
 def session_turn_tokens(*, session: AgentSession) -> list[planning.Turn]:
@@ -283,6 +283,16 @@ def session_turn_tokens(*, session: AgentSession) -> list[planning.Turn]:
         planning.Turn(number=r["turn"], tokens=float(r["total"] or 0), steps=int(r["steps"]))
         for r in rows
     ]
+
+
+def session_last_turn(*, session: AgentSession) -> int:
+    """The last turn with history in the session's log (0 for none)."""
+    last = (
+        SessionEvent.objects.filter(session=session)
+        .exclude(kind__in=NOT_HISTORY)
+        .aggregate(turn=Max("turn"))["turn"]
+    )
+    return int(last or 0)
 
 
 def summaries_request_fold(*, session: AgentSession) -> int:

@@ -126,6 +126,14 @@ def _bench_the_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
                 cite=not args.no_cite,
             )
         )
+    if what == "work":
+        from memories.bench.work import bench_work, format_work
+
+        result = bench_work(
+            corpus=Path(args.corpus) if args.corpus else None, sessions=args.queries or 200
+        )
+        say(format_work(result))
+        results.append(result)
     if what in ("dedupe", "all"):
         results.append(
             run.bench_dedupe(size=args.size[0] if args.size else 20000, sample=args.sample)
@@ -162,6 +170,7 @@ BENCHES = (
     "burst",
     "capture",
     "current",
+    "work",
     "projection",
     "secrets",
     "all",
@@ -182,7 +191,7 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     bench.add_argument(
         "--corpus",
         help="quality, capture: a labelled set (a folder with corpus.jsonl and queries.jsonl) "
-        "instead of Debian's descriptions",
+        "instead of Debian's descriptions; work: commits-curl, whose commits become sessions",
     )
     bench.add_argument(
         "--path",

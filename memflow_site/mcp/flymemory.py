@@ -83,6 +83,7 @@ def _recall_values(
     session_id: str = "",
     inject: bool = False,
     project: str = "",
+    as_of: str = "",
 ) -> dict[str, Any]:
     values: dict[str, Any] = {
         "query": query,
@@ -96,6 +97,8 @@ def _recall_values(
         values["compartment"] = compartment
     if project:
         values["project"] = project
+    if as_of:
+        values["as_of"] = as_of
     if budget_chars is not None:
         values["budget_chars"] = budget_chars
     return values
@@ -187,10 +190,11 @@ async def flymemory_recall(
     session_id: str = "",
     inject: bool = False,
     project: str = "",
+    as_of: str = "",
 ) -> CallToolResult:
     """Hybrid recall (semantic + keyword, weighted by retention): ids, scores, age,
-    source. include_superseded for history. Nothing relevant? Rephrase with more
-    context before concluding it is not stored.
+    source. include_superseded for history; as_of: an ISO time. Nothing relevant?
+    Rephrase with more context before concluding it is not stored.
     """
 
     def body(call: Call) -> Answer:
@@ -205,6 +209,7 @@ async def flymemory_recall(
                 session_id=session_id,
                 inject=inject,
                 project=project,
+                as_of=as_of,
             ),
         )
         answer, hits, now = _recall(call, data.validated_data, data.filters())

@@ -213,6 +213,10 @@ class MemoryFilterSerializer(serializers.Serializer):
     directory = serializers.CharField(
         required=False, max_length=4096, help_text="the same as `project`"
     )
+    as_of = serializers.DateTimeField(
+        required=False,
+        help_text="ISO 8601: what was current then (validity intervals), instead of now",
+    )
 
     def filters(self, **extra: Any) -> selectors.MemoryFilters:
         data: dict[str, Any] = self.validated_data
@@ -226,6 +230,7 @@ class MemoryFilterSerializer(serializers.Serializer):
             since=data.get("since"),
             until=data.get("until"),
             include_superseded=data.get("include_superseded", False),
+            as_of=data.get("as_of"),
             **extra,
         )
 

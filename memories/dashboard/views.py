@@ -34,6 +34,7 @@ from contexts.tenancy.auth import request_user
 from contexts.tenancy.knobs import knob
 from contexts.tenancy.selectors import Access
 from memories import core, rendering, selectors, services, session_log
+from memories.dashboard.as_of import value_at
 from memories.dashboard.forms import (
     SORTS,
     ConsolidateForm,
@@ -292,7 +293,8 @@ def memory_detail(request: HtmxHttpRequest, slug: str, memory_id: int) -> HttpRe
             base_tau_days=tau,
         ),
         "decay": _decay_chart(memory, workspace, now),
-        "chain": [m for m in _chain(memory) if selectors.is_visible(m, request.user.pk)],
+        "chain": (chain := [m for m in _chain(memory) if selectors.is_visible(m, request.user.pk)]),
+        "value_at": value_at(chain, request.GET.get("as_of")),
         "evidence": Memory.objects.filter(
             selectors.visible_to(request.user.pk), conclusion_links__conclusion=memory
         ),

@@ -100,18 +100,30 @@ class MemoryFilters:
     contains: str | None = None  # a case-insensitive substring of the text
     # Only this project's entries and the whole workspace's (selectors.projects).
     project: str | None = None
+    # What was current at this time, by the validity intervals: written by then,
+    # not yet superseded, merged or expired then (a merge's tombstone answers for
+    # the text before the merge). Forgotten entries stay out: forgetting is the
+    # person's word. Takes the place of "current" and of `include_superseded`.
+    as_of: datetime | None = None
 
     def sql(self, params: dict[str, Any], alias: str = "m") -> str:
         """A WHERE fragment (starting with AND) for these filters."""
         # The clock, not now(): that is the transaction's start, stale in a long one.
         params["f_now"] = timezone.now()
         # Forgotten entries (tombstones) never take part, superseded ones on request.
+        if self.as_of is not None:
+            params["f_now"] = self.as_of
         parts = [
             f"({alias}.expires_at IS NULL OR {alias}.expires_at > %(f_now)s)",
             f"{alias}.forgotten_at IS NULL",
             visible_sql(self.viewer_id, params, alias),
         ]
-        if not self.include_superseded:
+        if self.as_of is not None:
+            parts.append(
+                f"{alias}.created_at <= %(f_now)s AND {alias}.valid_from <= %(f_now)s"
+                f" AND ({alias}.valid_to IS NULL OR {alias}.valid_to > %(f_now)s)"
+            )
+        elif not self.include_superseded:
             parts.append(f"{alias}.valid_to IS NULL")
         if self.compartment is not None:
             params["f_compartment"] = self.compartment
@@ -143,8 +155,17 @@ class MemoryFilters:
         return "".join(f" AND {p}" for p in parts)
 
     def queryset(self, qs: QuerySet[Memory]) -> QuerySet[Memory]:
-        qs = qs.filter(unexpired(), visible_to(self.viewer_id), forgotten_at__isnull=True)
-        if not self.include_superseded:
+        qs = qs.filter(visible_to(self.viewer_id), forgotten_at__isnull=True)
+        if self.as_of is not None:
+            qs = qs.filter(
+                Q(expires_at__isnull=True) | Q(expires_at__gt=self.as_of),
+                Q(valid_to__isnull=True) | Q(valid_to__gt=self.as_of),
+                created_at__lte=self.as_of,
+                valid_from__lte=self.as_of,
+            )
+        else:
+            qs = qs.filter(unexpired())
+        if self.as_of is None and not self.include_superseded:
             qs = qs.filter(valid_to__isnull=True)
         if self.compartment is not None:
             qs = qs.filter(compartment=self.compartment)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 # A merge never makes an entry's source weaker than it was.
-SOURCE_RANK = {"hook": 0, "import": 1, "consolidation": 2, "model": 3}
+SOURCE_RANK = {"hook": 0, "session": 0.5, "import": 1, "consolidation": 2, "model": 3}
 DEDUPE_NEIGHBOURS = 5
 
 
@@ -302,6 +302,14 @@ class _Folder:
     def _stronger_source(self, memory: Memory, p: _Pending) -> str:
         return max(memory.source, p.item.source, key=lambda s: SOURCE_RANK.get(s, 0))
 
+    def _take_source(self, memory: Memory, p: _Pending) -> None:
+        """The stronger source; when the incoming text's wins, its metadata comes too
+        (a session's work taking over its captured prompt keeps its provenance)."""
+        source = self._stronger_source(memory, p)
+        if source != memory.source and source == p.item.source and p.item.metadata:
+            memory.metadata = {**(memory.metadata or {}), **p.item.metadata}
+        memory.source = source
+
     def _strengthen(self, memory: Memory, p: _Pending, cosine: float) -> RememberResult:
         if memory.pk is None:  # an earlier row of this very batch, not yet inserted
             memory.strength += 1
@@ -331,7 +339,7 @@ class _Folder:
         if memory.pk is None:  # an earlier row of this batch: just take the longer text
             _set_text(memory, p.item.text, p.vector, self.model_id)
             memory.strength += 1
-            memory.source = self._stronger_source(memory, p)
+            self._take_source(memory, p)
             return RememberResult(outcome="merged", memory=memory, similarity=cosine)
         previous_text = memory.text
         tombstone = Memory(
@@ -362,7 +370,7 @@ class _Folder:
         old_terms = Memory(lex=memory.lex, lex_len=memory.lex_len)
         _set_text(memory, p.item.text, p.vector, self.model_id)
         memory.strength += 1
-        memory.source = self._stronger_source(memory, p)
+        self._take_source(memory, p)
         memory.valid_from = self.now
         memory.last_accessed = self.now
         memory.save()

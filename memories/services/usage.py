@@ -14,6 +14,7 @@ from contexts.models import AgentSession, Workspace
 from contexts.tenancy.knobs import knob
 from memories import rendering, selectors
 from memories.models import InjectionEvent, Memory
+from memories.provenance import work_provenance
 from memories.services.writes import _workspace_lock
 
 if TYPE_CHECKING:
@@ -127,6 +128,7 @@ def memory_recall_answer(
                 "retention": round(hit.retention, 4),
                 # Of two conflicting entries, which is current (selectors.currency).
                 "stale_by": result.currency.stale.get(int(hit.memory.pk)),
+                **({"work": w} if (w := work_provenance(hit.memory)) else {}),
             }
             for hit in result.hits
         ]

@@ -38,6 +38,7 @@ ARGUMENTS = {
         "session_id",
         "inject",
         "project",
+        "as_of",
     },
     "flymemory_auto": {"context", "response", "top_k", "session_id"},
     "flymemory_recall_index": {

@@ -34,7 +34,7 @@ from contexts.flowctx.notes.format import (
     note_sections,
 )
 from contexts.flowctx.notes.llm_note import note_build, note_llm
-from contexts.flowctx.notes.tools import error_line, is_inspection, tool_kind
+from contexts.flowctx.notes.tools import error_line, fix_key, fix_pairs, is_inspection, tool_kind
 
 __all__ = [
     "FAILED",
@@ -47,6 +47,8 @@ __all__ = [
     "WORKING",
     "NoteEvent",
     "error_line",
+    "fix_key",
+    "fix_pairs",
     "is_inspection",
     "note_build",
     "note_events",

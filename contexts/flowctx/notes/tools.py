@@ -4,6 +4,7 @@ why it failed."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from contexts.flowctx.notes.events import NoteEvent
 from contexts.flowctx.notes.format import _one_line
@@ -103,3 +104,64 @@ def _outcome_line(text: str) -> str:
     if lines and len(lines[-1]) <= 120 and _SUMMARY_WORDS.search(lines[-1]):
         return _one_line(lines[-1], 100)
     return ""
+
+
+# --- a failed call and the later call that fixed it (skills' trigger, session lessons) --
+
+
+def fix_key(event: NoteEvent) -> tuple[str, str]:
+    """What a later call must share with a failed one to count as its fix.
+
+    Shell commands compare by program (`pytest`, `npm run build`), edits by
+    file, other tools by name and input.
+    """
+    kind = tool_kind(event)
+    if kind == "shell":
+        return "shell", _program(event.tool_input)
+    if kind in ("edit", "write"):
+        return "file", event.tool_input
+    return event.tool_name, event.tool_input
+
+
+_PREFIXES = ("sudo", "time", "command", "nohup", "exec", "env")
+_RUNNERS = {
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("pipenv", "run"),
+    ("python", "-m"),
+    ("python3", "-m"),
+}
+_TWO_WORD = {"npm", "pnpm", "yarn", "make", "git", "cargo", "go", "docker", "kubectl", "uv", "pip"}
+
+
+def _program(command: str) -> str:
+    segments = [s.strip() for s in re.split(r"&&|\|\||;|\n", command) if s.strip()]
+    segments = [s for s in segments if not re.match(r"^cd\b", s)] or segments
+    if not segments:
+        return ""
+    words = [w for w in segments[-1].split() if not re.match(r"^\w+=", w)]
+    while words and words[0] in _PREFIXES:
+        words = words[1:]
+    while len(words) >= 2 and (words[0].rsplit("/", 1)[-1], words[1]) in _RUNNERS:
+        words = words[2:]
+    if not words:
+        return ""
+    program = words[0].rsplit("/", 1)[-1]
+    if program in _TWO_WORD and len(words) > 1 and not words[1].startswith("-"):
+        return f"{program} {words[1]}"
+    return program
+
+
+def fix_pairs(tools: Sequence[NoteEvent]) -> list[tuple[NoteEvent, NoteEvent | None]]:
+    """Each failed call with the later successful call that fixed it (or None)."""
+    pairs: list[tuple[NoteEvent, NoteEvent | None]] = []
+    for index, event in enumerate(tools):
+        if not event.failed:
+            continue
+        key = fix_key(event)
+        fix = next(
+            (later for later in tools[index + 1 :] if not later.failed and fix_key(later) == key),
+            None,
+        )
+        pairs.append((event, fix))
+    return pairs
