@@ -40,7 +40,7 @@ def split_of(answers: Iterable[str]) -> str:
 _ESCAPES = {
     r"\-": "-",
     r"\(em": "—",
-    r"\(en": "–",
+    r"\(en": "\u2013",
     r"\(aq": "'",
     r"\(dq": '"',
     r"\(lq": '"',
@@ -262,14 +262,14 @@ def build_man_set(name: str, target: Path, *, per_kind: int = 2000) -> Path:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
     with (target / "queries.jsonl").open("w", encoding="utf-8") as out:
         for n, q in enumerate(queries):
-            row = {
+            labelled: dict[str, object] = {
                 "qid": f"{name}-{n}",
                 "kind": q.kind,
                 "query": q.query,
                 "answers": sorted(q.answers),
                 "split": split_of(q.answers),
             }
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.write(json.dumps(labelled, ensure_ascii=False) + "\n")
     return target
 
 
