@@ -85,23 +85,6 @@ def looks_like_identifier(chunk: str) -> bool:
     )
 
 
-_COMPOUND_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)+")
-
-
-def reads_as_code(chunk: str) -> bool:
-    """An identifier a person copies rather than words they write: not an
-    acronym (`API`, `SMS`) nor a hyphenated compound (`driver-based`,
-    `anti-aliased`), which prose is full of. A query made of such chunks is
-    an identifier query (memories.selectors.fusion); the acronyms and the
-    compounds still count for the exact-case bonus, only not for that. Alone
-    in a query, any identifier-like chunk is searched for as one (parse_query)."""
-    if not looks_like_identifier(chunk):
-        return False
-    if chunk.isalpha() and chunk.isupper():
-        return False
-    return not _COMPOUND_WORD.fullmatch(chunk)
-
-
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """The index term of a lower-cased word: its English stem if it is an ASCII word."""
@@ -169,7 +152,7 @@ def term_frequencies(text: str) -> tuple[dict[str, int], int]:
 class Query:
     terms: list[str]  # distinct, in order of first appearance
     identifiers: list[str]  # identifier-like chunks in their original case
-    identifier_share: float = 0.0  # of the query's chunks, how many read as code (reads_as_code)
+    identifier_share: float = 0.0  # of the query's chunks, how many are identifiers
     cjk_share: float = 0.0  # of the query's word characters, how many are CJK
     # Each term as the query wrote it (lower-cased), for people to read: `retri` was `retries`.
     written: dict[str, str] = field(default_factory=dict)
@@ -184,7 +167,6 @@ def parse_query(text: str) -> Query:
     text = unicodedata.normalize("NFKC", text)
     seen: dict[str, str] = {}
     identifiers: list[str] = []
-    code = 0
     chunks = _CHUNK.findall(text)
     for chunk in chunks:
         terms = _chunk_terms(chunk, cjk_unigrams=False)
@@ -195,9 +177,7 @@ def parse_query(text: str) -> Query:
                 seen.setdefault(term, written or term)
         if not _is_cjk(chunk) and looks_like_identifier(chunk) and len(chunk) >= 3:
             identifiers.append(chunk)
-            code += reads_as_code(chunk)
-    # A chunk typed alone is searched for verbatim, an acronym too (`GTK`).
-    share = (len(identifiers) if len(chunks) == 1 else code) / len(chunks) if chunks else 0.0
+    share = len(identifiers) / len(chunks) if chunks else 0.0
     cjk = sum(len(c) for c in chunks if _is_cjk(c))
     letters = sum(len(c) for c in chunks)
     return Query(
