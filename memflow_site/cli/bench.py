@@ -70,7 +70,9 @@ def _bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Recall quality at each asked size, on Debian's descriptions or a labelled set."""
     from memories.bench import run
 
-    if args.corpus and ("," in args.corpus or args.split or not Path(args.corpus).is_dir()):
+    # Sets by name or folder, dev and held-out in one table; both paths or
+    # several sizes of one set keep the per-path tables of before.
+    if args.corpus and args.path != "both" and len(args.size or []) <= 1:
         return [_bench_quality_sets(args)]
     results = []
     paths = ("bulk", "single") if args.path == "both" else (args.path,)
