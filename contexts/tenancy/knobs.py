@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -59,6 +59,12 @@ class Knob:
     changed_at: str = ""
     # What 0 means, for numbers where it turns something off ("off", "kept for good").
     zero_means: str = ""
+    # For a knob with side effects, the app that owns them makes the change
+    # (`apply(workspace=, value=, actor=)`, refusing with `Invalid`/`Conflict`)
+    # and says how far it has got (`progress(workspace=)`, a JSON object):
+    # the REST API changes it through them (`knob_apply`).
+    apply: Callable[..., None] | None = None
+    progress: Callable[..., dict[str, Any]] | None = None
 
     @property
     def editable(self) -> bool:
@@ -214,8 +220,13 @@ def registered_knobs() -> list[Knob]:
     return [k for _, knobs in knobs_grouped() for k in knobs]
 
 
-def workspace_settings_clean(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Typed values by name (None: back to the default), or `Invalid` naming the first bad knob."""
+def workspace_settings_clean(values: Mapping[str, Any], *, applied: bool = False) -> dict[str, Any]:
+    """Typed values by name (None: back to the default), or `Invalid` naming the first bad knob.
+
+    `applied`: a knob with side effects is accepted when its owner registered
+    how to change it (`Knob.apply`); the caller then changes it through
+    `knob_apply`, not `workspace_settings_update`.
+    """
     if not isinstance(values, Mapping):
         raise Invalid("settings is an object of knob names and values.", code="invalid_setting")
     cleaned: dict[str, Any] = {}
@@ -225,7 +236,7 @@ def workspace_settings_clean(values: Mapping[str, Any]) -> dict[str, Any]:
             raise Invalid(
                 f"There is no setting {name!r}.", code="unknown_setting", extra={"setting": name}
             )
-        if not declared.editable:
+        if not declared.editable and not (applied and declared.apply is not None):
             raise Invalid(
                 f"{declared.label} ({name}) is changed {declared.changed_at}.",
                 code="setting_not_editable",
@@ -233,6 +244,27 @@ def workspace_settings_clean(values: Mapping[str, Any]) -> dict[str, Any]:
             )
         cleaned[name] = None if value is None else declared.clean(value)
     return cleaned
+
+
+def knobs_applied(cleaned: Mapping[str, Any]) -> list[str]:
+    """The names among `cleaned` whose change goes through their owner's `apply`."""
+    return [name for name in cleaned if _knobs[name].apply is not None]
+
+
+def knob_apply(*, workspace: Workspace, name: str, value: Any, actor: Actor | None) -> None:
+    """Change a knob with side effects through its owner (the embedder: a re-embed)."""
+    declared = _knobs[name]
+    assert declared.apply is not None
+    declared.apply(
+        workspace=workspace, value=declared.default if value is None else value, actor=actor
+    )
+
+
+def knobs_progress(workspace: Workspace) -> dict[str, dict[str, Any]]:
+    """How far each change with side effects has got, by knob name."""
+    return {
+        k.name: k.progress(workspace=workspace) for k in _knobs.values() if k.progress is not None
+    }
 
 
 def workspace_settings_update(

@@ -70,6 +70,10 @@ def _bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Recall quality at each asked size, on Debian's descriptions or a labelled set."""
     from memories.bench import run
 
+    # Sets by name or folder, dev and held-out in one table; both paths or
+    # several sizes of one set keep the per-path tables of before.
+    if args.corpus and args.path != "both" and len(args.size or []) <= 1:
+        return [_bench_quality_sets(args)]
     results = []
     paths = ("bulk", "single") if args.path == "both" else (args.path,)
     corpus_dir = Path(args.corpus) if args.corpus else None
@@ -89,6 +93,22 @@ def _bench_quality(args: argparse.Namespace) -> list[dict[str, Any]]:
         say(run.format_quality(result))
         results.append(result)
     return results
+
+
+def _bench_quality_sets(args: argparse.Namespace) -> dict[str, Any]:
+    """Several sets, dev and held-out side by side, in one table (memories.bench.suite)."""
+    from memories.bench.suite import bench_quality_sets
+
+    result = bench_quality_sets(
+        [name.strip() for name in args.corpus.split(",") if name.strip()],
+        size=args.size[0] if args.size else None,
+        queries_per_kind=args.queries,
+        path="bulk" if args.path == "bulk" else "single",
+        splits=("dev", "heldout") if args.split in (None, "both") else (args.split,),
+        fresh=args.fresh,
+    )
+    say(result["table"])
+    return result
 
 
 def _bench_the_rest(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -191,7 +211,15 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     bench.add_argument(
         "--corpus",
         help="quality, capture: a labelled set (a folder with corpus.jsonl and queries.jsonl) "
-        "instead of Debian's descriptions; work: commits-curl, whose commits become sessions",
+        "instead of Debian's descriptions; work: commits-curl, whose commits become sessions; "
+        "quality: several, comma-separated, folders or "
+        "built-in sets (debian-en, debian-zh, man-commands, man-api; docs/BENCH-SETS.md), "
+        "printed as one table with their dev and held-out splits",
+    )
+    bench.add_argument(
+        "--split",
+        choices=["dev", "heldout", "both"],
+        help="quality with --corpus: the queries of one split only (tune on dev alone)",
     )
     bench.add_argument(
         "--path",

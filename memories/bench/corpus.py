@@ -59,6 +59,13 @@ class LabelledQuery:
     kind: str
     query: str
     answers: set[str]  # Doc keys
+    split: str = ""  # dev or heldout (docs/BENCH-SETS.md); by its answers when not given
+
+    def __post_init__(self) -> None:
+        if not self.split and self.answers:
+            from memories.bench.sets import split_of
+
+            self.split = split_of(self.answers)
 
 
 @dataclass
@@ -421,11 +428,12 @@ def load_labelled(
     directory: Path, *, size: int | None = None, queries_per_kind: int | None = None, seed: int = 7
 ) -> Corpus:
     """A labelled set on disk: `corpus.jsonl` ({id, text, …}) and `queries.jsonl`
-    ({qid, kind, query, answers}), any kinds.
+    ({qid, kind, query, answers, split?}), any kinds.
 
     `size` below the set's: a fixed subsample that holds every answer of the
-    queries it keeps (at most `queries_per_kind` of each kind, drawn at
-    random), filled up with other memories drawn at random.
+    queries it keeps (at most `queries_per_kind` of each kind in each split,
+    drawn at random), filled up with other memories drawn at random. A
+    query without a split gets one from its answers (sets.split_of).
     """
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (directory / name).is_file():
@@ -445,18 +453,21 @@ def load_labelled(
     limit = size if size is not None and size < len(docs) else len(docs)
     kept: set[str] = set()
     queries: list[LabelledQuery] = []
-    counts: Counter[str] = Counter()
+    counts: Counter[tuple[str, str]] = Counter()
     for r in raw:
         kind = str(r["kind"])
         answers = {str(a) for a in r["answers"]} & docs.keys()  # type: ignore[attr-defined]
-        if not answers or (queries_per_kind is not None and counts[kind] >= queries_per_kind):
+        if not answers:
+            continue
+        query = LabelledQuery(kind, str(r["query"]), answers, str(r.get("split") or ""))
+        if queries_per_kind is not None and counts[kind, query.split] >= queries_per_kind:
             continue
         if len(kept | answers) > limit:
             continue
         kept |= answers
-        counts[kind] += 1
-        queries.append(LabelledQuery(kind, str(r["query"]), answers))
+        counts[kind, query.split] += 1
+        queries.append(query)
     rest = sorted(docs.keys() - kept)
     kept |= set(rng.sample(rest, limit - len(kept)))
-    queries.sort(key=lambda q: (q.kind, q.query))
+    queries.sort(key=lambda q: (q.split, q.kind, q.query))
     return Corpus(docs=[docs[k] for k in sorted(kept)], queries=queries)

@@ -191,8 +191,10 @@ def quality_on(
     paths: Sequence[str] = PATHS,
     backend: str | None = None,
     fresh: bool = False,
+    splits: Sequence[str] = ("dev", "heldout"),
 ) -> dict[str, Any]:
-    """The quality table of `corpus` through each of `paths`."""
+    """The quality table of `corpus` through each of `paths`, over the queries of
+    `splits` (docs/BENCH-SETS.md), and one table for each split."""
     result: dict[str, Any] = {
         "bench": "quality",
         "corpus": name,
@@ -206,21 +208,27 @@ def quality_on(
         )
         embedder = selectors.embedder_for(workspace)
         result["embedder"] = embedder.model_id
+        asked = [q for q in corpus.queries if q.split in splits]
         vectors = vector_cache(embedder, "query").get(
-            [q.query for q in corpus.queries], progress=progress_printer("embed queries")
+            [q.query for q in asked], progress=progress_printer("embed queries")
         )
         rankings = []
         show = progress_printer(f"queries ({path})")
         started = time.monotonic()
-        for n, (query, vector) in enumerate(zip(corpus.queries, vectors, strict=True)):
+        for n, (query, vector) in enumerate(zip(asked, vectors, strict=True)):
             rankings.append((query, rank_all(workspace, query, vector, embedder.model_id)))
-            show(n + 1, len(corpus.queries), time.monotonic() - started)
+            show(n + 1, len(asked), time.monotonic() - started)
         current = Memory.objects.filter(workspace=workspace, valid_to__isnull=True).count()
         result["paths"][path] = {
             "load": figures,
             "entries": current,
             "folded_distinct": folded_distinct(corpus, id_to_keys),
             "table": score(rankings, id_to_keys),
+            "splits": {
+                split: score([(q, r) for q, r in rankings if q.split == split], id_to_keys)
+                for split in splits
+                if any(q.split == split for q, _ in rankings)
+            },
         }
     result["machine"] = machine()
     return result

