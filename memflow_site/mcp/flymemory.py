@@ -142,11 +142,10 @@ async def flymemory_remember(
     private: bool = False,
     ttl: str = "",
 ) -> CallToolResult:
-    """Store a finding or decision (declarative, third person). A near-duplicate
-    strengthens the existing entry. Lessons: compartment="lessons", starting with
-    their trigger words. tags: a list or comma-separated ("comp:X", "app:X" set
-    compartment, app). state_key + state_value: an entity's value; a new value
-    supersedes the current one. private: only you see it. ttl: "7d", "12h", seconds.
+    """Store a finding or decision (declarative, third person); a near-duplicate
+    strengthens the existing entry. Lessons: compartment="lessons". tags: a list or
+    comma-separated ("comp:X", "app:X"). state_key + state_value: an entity's value,
+    superseding the current one. private: only you see it. ttl: "7d".
     """
 
     def body(call: Call) -> Answer:
@@ -192,9 +191,8 @@ async def flymemory_recall(
     project: str = "",
     as_of: str = "",
 ) -> CallToolResult:
-    """Hybrid recall (semantic + keyword, weighted by retention): ids, scores, age,
-    source. include_superseded for history; as_of: an ISO time. Nothing relevant?
-    Rephrase with more context before concluding it is not stored.
+    """Hybrid recall: ids, scores, age, source. include_superseded for history;
+    as_of: an ISO time. Nothing relevant? Rephrase before concluding it is not stored.
     """
 
     def body(call: Call) -> Answer:
