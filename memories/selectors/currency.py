@@ -260,6 +260,9 @@ def changes(older: str, newer: str) -> bool:
 
 # Raw SQL: pairwise cosines of a handful of rows, and each captured prompt's
 # superseded neighbours, by their stored vectors (the ORM has no pair join).
+# A session's work (source 'session': what was done and fixed then) is a record
+# of its time, never a statement a later one changes: two fixes that both say
+# "changed" are two events, not a decision and its change.
 _PAIRS_SQL = """
     SELECT a.id, b.id, a.text, b.text, a.created_at, b.created_at, FALSE, NULL::bigint
     FROM memories_memory a
@@ -267,6 +270,7 @@ _PAIRS_SQL = """
     WHERE a.id = ANY(%(ids)s) AND a.workspace_id = %(ws)s AND b.workspace_id = %(ws)s
       AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL
       AND a.embedding_model = b.embedding_model AND a.norm_hash <> b.norm_hash
+      AND a.source <> 'session' AND b.source <> 'session'
       AND 1 - (a.embedding <=> b.embedding) >= %(t)s
     UNION ALL
     SELECT p.id, s.id, p.text, s.text, p.created_at, s.valid_to, TRUE, s.superseded_by_id

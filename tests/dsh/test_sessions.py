@@ -48,22 +48,36 @@ def test_the_restore_trail_is_the_projects_own_first(
 ) -> None:
     h = dsh(memflow_env(live.url, account.key, account.workspace.slug))
     user = User.objects.get(username="dsh-user")
+    # Kept with their projects, as the pipeline keeps what a session remembers.
     here = AgentSession.objects.create(
-        workspace=account.workspace, user=user, external_id="earlier-here", cwd=str(h.project)
+        workspace=account.workspace,
+        user=user,
+        external_id="earlier-here",
+        cwd=str(h.project),
+        project=str(h.project),
     )
     Memory.objects.create(
         workspace=account.workspace,
         user=user,
         session=here,
+        project=str(h.project),
         text="Heron's docs build with mkdocs 1.6, not sphinx.",
     )
     # A busier project elsewhere: more recent activity than a trail holds.
     there = AgentSession.objects.create(
-        workspace=account.workspace, user=user, external_id="busy-elsewhere", cwd="/src/osprey"
+        workspace=account.workspace,
+        user=user,
+        external_id="busy-elsewhere",
+        cwd="/src/osprey",
+        project="/src/osprey",
     )
     for n in range(30):
         Memory.objects.create(
-            workspace=account.workspace, user=user, session=there, text=f"Osprey step {n} done."
+            workspace=account.workspace,
+            user=user,
+            session=there,
+            project="/src/osprey",
+            text=f"Osprey step {n} done.",
         )
     h.install_bundle()
 

@@ -159,6 +159,7 @@ def evil_values(world: dict[str, Any]) -> dict[str, Any]:
         "include_superseded": True,
         "inject": True,
         "project": "",
+        "as_of": "",
         "budget_chars": 4000,
         "min_sim": 0.5,
         "limit": 50,
