@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.memflow_site.helpers import env_for, serving
+from tests.memflow_site.helpers import env_for, serving, wait_for_embeddings
 
 CHROMIUM = os.environ.get("MEMFLOW_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -83,7 +83,12 @@ def live_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
         url = _database_url()
     with tempfile.TemporaryDirectory(prefix="memflow-browser-") as data_dir:
         env = env_for(Path(data_dir), database_url=url)
+        # The pages show what both arms found: a prompt hook that answered by its
+        # words alone (the model still loading, or a busy machine) has no dense
+        # column to show, so these servers wait for the model, loaded first.
+        env["MEMFLOW_HOOK_EMBED_WAIT"] = "60"
         with serving(env, "--no-worker") as served:
+            wait_for_embeddings(served)
             yield served.url
 
 
